@@ -1,0 +1,123 @@
+# ubgen: build, test, run, emit, install.
+#   make                 build/bin/ubgen, build/lib/libubgen.a and .so (all feasible kernels)
+#   make test            install missing packages (as root), build, run the test suite
+#   make run             install missing packages (as root), build, plan, check, benchmark
+#   make install PREFIX=/usr/local DESTDIR=
+#   make MARCH=x86-64-v3 kernels for another CPU (default: this one)
+#   make UB=256KiB       the UB budget the built-in kernels are emitted for
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BUILD   ?= build
+MARCH   ?= native
+UB      ?= 196608
+CC      ?= gcc
+
+WARN     := -Wall -Wextra -Wshadow -Wno-unused-parameter
+CFLAGS   ?= -O2 -g
+BASE     := -std=c11 -D_GNU_SOURCE -fPIC $(WARN)
+LIBFLAGS := $(BASE) -fvisibility=hidden -fopenmp -DUBGEN_SOURCE_DIR='"$(CURDIR)"'
+# every kernel: the flags that make gcc and tcc agree bit for bit (no FMA contraction)
+KFLAGS   := -std=c11 -O3 -march=$(MARCH) -ffp-contract=off -fno-math-errno -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-function
+LDLIBS   := -ljansson -lm -lpthread
+
+GEN_CORE := diag strbuf json_loc expr spec_load variant ubplan render source emit fsutil specset bind strategy
+GEN_CLI  := cli cmd_list cmd_plan cmd_emit cmd_check shape_arg check_run
+RUNTIME  := messages config registry kernels pools grid ctx launch op_rms_norm op_pending
+
+GEN_OBJS := $(GEN_CORE:%=$(BUILD)/obj/gen/%.o)
+CLI_OBJS := $(GEN_CLI:%=$(BUILD)/obj/gen/%.o)
+RT_OBJS  := $(RUNTIME:%=$(BUILD)/obj/runtime/%.o)
+REF_SRCS := $(wildcard tests/ref/*.c)
+REF_OBJS := $(REF_SRCS:tests/ref/%.c=$(BUILD)/obj/ref/%.o)
+SPECS    := $(wildcard specs/*.json)
+TEMPLATES := $(wildcard templates/*)
+HEADERS  := $(wildcard gen/*.h runtime/*.h runtime/include/*.h templates/*.h tests/ref/*.h tests/*.h)
+
+BOOT := $(BUILD)/boot/ubgen-boot
+UBGEN := $(BUILD)/bin/ubgen
+LIB_A := $(BUILD)/lib/libubgen.a
+LIB_SO := $(BUILD)/lib/libubgen.so
+KLIST := $(BUILD)/kobj/main/objects.list
+
+.PHONY: all deps deps-test test run install clean bench check-build
+.DELETE_ON_ERROR:
+
+all: $(UBGEN) $(LIB_A) $(LIB_SO) $(BUILD)/lib/pkgconfig/ubgen.pc
+
+deps:
+	@sh mk/deps.sh build
+deps-test:
+	@sh mk/deps.sh test
+
+$(BUILD)/obj/gen/%.o: gen/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(LIBFLAGS) $(CFLAGS) -c $< -o $@
+$(BUILD)/obj/runtime/%.o: runtime/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(LIBFLAGS) $(CFLAGS) -c $< -o $@
+$(BUILD)/obj/ref/%.o: tests/ref/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(BASE) $(CFLAGS) -Itemplates -c $< -o $@
+$(BUILD)/obj/gen/ubgen.o: gen/ubgen.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(LIBFLAGS) $(CFLAGS) -c $< -o $@
+$(BUILD)/obj/boot/ubgen.o: gen/ubgen.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(LIBFLAGS) $(CFLAGS) -DUBGEN_BOOT -c $< -o $@
+
+# the generator alone, to emit the kernels the library is built from
+$(BOOT): $(GEN_OBJS) $(BUILD)/obj/gen/cli.o $(BUILD)/obj/gen/cmd_list.o $(BUILD)/obj/gen/cmd_plan.o \
+         $(BUILD)/obj/gen/cmd_emit.o $(BUILD)/obj/gen/shape_arg.o $(BUILD)/obj/boot/ubgen.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fopenmp $^ $(LDLIBS) -o $@
+
+# emitted sources -> objects, by a sub-make that sees the emitted file list
+$(BUILD)/gen/main/MANIFEST: $(BOOT) $(SPECS) $(TEMPLATES)
+	$(BOOT) emit --out $(BUILD)/gen/main --ub $(UB)
+	@touch $@
+$(KLIST): $(BUILD)/gen/main/MANIFEST
+	$(MAKE) -f mk/kernels.mk SRC=$(BUILD)/gen/main OBJ=$(BUILD)/kobj/main CC='$(CC)' KFLAGS='$(KFLAGS)'
+
+$(LIB_A): $(RT_OBJS) $(GEN_OBJS) $(KLIST)
+	@mkdir -p $(@D)
+	@rm -f $@
+	ar rcs $@ $(RT_OBJS) $(GEN_OBJS) $$(cat $(KLIST))
+$(LIB_SO): $(RT_OBJS) $(GEN_OBJS) $(KLIST)
+	@mkdir -p $(@D)
+	$(CC) -shared -fopenmp -Wl,-soname,libubgen.so -o $@ $(RT_OBJS) $(GEN_OBJS) $$(cat $(KLIST)) $(LDLIBS)
+
+$(UBGEN): $(CLI_OBJS) $(BUILD)/obj/gen/ubgen.o $(REF_OBJS) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fopenmp $(CLI_OBJS) $(BUILD)/obj/gen/ubgen.o $(REF_OBJS) $(LIB_A) $(LDLIBS) -o $@
+
+$(BUILD)/lib/pkgconfig/ubgen.pc: mk/ubgen.pc.in
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(PREFIX)|g' $< > $@
+
+# ---- tests -------------------------------------------------------------------
+include mk/tests.mk
+
+# ---- run: the main job ---------------------------------------------------------
+run: deps
+	$(MAKE) all bench-build
+	$(UBGEN) list --kernel rms_norm | tail -n 1
+	$(UBGEN) plan rms_norm.fwd --dtype bf16 --shape rows=2048,cols=4096
+	$(UBGEN) plan rms_norm.bwd --dtype bf16 --shape rows=2048,cols=4096 | head -n 8
+	$(UBGEN) plan rms_norm.fwd --dtype f32 --shape rows=2048,cols=32768 | head -n 8
+	$(UBGEN) check all
+	$(BUILD)/bench/bench_rms_norm --out $(BUILD)/bench/rms_norm.json
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
+	  $(DESTDIR)$(PREFIX)/share/ubgen/specs $(DESTDIR)$(PREFIX)/share/ubgen/templates
+	install -m 755 $(UBGEN) $(DESTDIR)$(PREFIX)/bin/ubgen
+	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/libubgen.a
+	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libubgen.so
+	install -m 644 runtime/include/ubgen.h $(DESTDIR)$(PREFIX)/include/ubgen.h
+	install -m 644 $(BUILD)/lib/pkgconfig/ubgen.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
+	install -m 644 $(SPECS) $(DESTDIR)$(PREFIX)/share/ubgen/specs/
+	install -m 644 $(TEMPLATES) $(DESTDIR)$(PREFIX)/share/ubgen/templates/
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,57 @@
+/* Shared pieces of the `ubgen` commands (docs/cli.md): option parsing, spec
+ * loading, messages. Exit codes: 0 success, 1 a check or run failed, 2 bad
+ * usage or bad input. */
+#ifndef UG_CLI_H
+#define UG_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "specset.h"
+#include "ubplan.h"
+
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
+enum { CLI_MAX_LIST = 32 };
+
+typedef struct {
+  const char *cmd;
+  const char *specs_dirs[CLI_MAX_LIST];
+  int nspecs_dirs;
+  ug_budget budget;
+  bool ub_set;
+  bool json;
+  const char *kernels[CLI_MAX_LIST];
+  int nkernels;
+  bool dtypes[UG_NDTYPES];
+  bool dtype_set;
+  const char *shape;
+  const char *out;
+  const char *registry;
+  const char *tuned;
+  const char *backend;
+  bool self_register;
+  bool no_kernels;
+  const char *target; /* KERNEL.PASS or all */
+  int verbose;
+  char data_dir[4096];
+} cli_opts;
+
+/* Option names a command accepts, e.g. "specs ub json kernel dtype". */
+int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool takes_target, cli_opts *o);
+int cli_load_specs(cli_opts *o, ug_specset *set);
+/* Splits KERNEL.PASS; prints an error and returns -1 when it names nothing. */
+int cli_find_pass(const ug_specset *set, const char *target, const ug_kernel **k, const ug_pass **p);
+
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_diag(const ug_diag *d);
+/* true when stderr is a terminal (progress lines are shown only then) */
+bool cli_progress_enabled(void);
+void cli_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_progress_done(void);
+
+int cmd_list(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_emit(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+
+#endif

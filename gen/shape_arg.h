@@ -1,0 +1,13 @@
+/* --shape name=value,...: values for a pass's int args (and has_<tensor>
+ * flags). Unset shape names are an error; other int args take their spec
+ * default, or their smallest allowed value. */
+#ifndef UG_SHAPE_ARG_H
+#define UG_SHAPE_ARG_H
+
+#include "spec.h"
+
+/* Fills env (nsyms slots): int args and has_* (all optional tensors present
+ * unless has_<name>=0 is given). -1 with a message printed on bad input. */
+int ug_shape_env(const ug_pass *p, const char *shape, int64_t *env);
+
+#endif

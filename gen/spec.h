@@ -1,0 +1,198 @@
+/* Kernel specs: the data model and the loader (docs/spec-format.md).
+ *
+ * A spec is one JSON file per kernel. The loader validates everything a
+ * template or the runtime will rely on (names are identifiers, numbers are
+ * numbers, every expression parses and uses only names it may use), so
+ * nothing later has to re-check a spec, and no spec value reaches C text
+ * unvalidated. Errors carry file:line:col. */
+#ifndef UG_SPEC_H
+#define UG_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diag.h"
+#include "expr.h"
+
+enum { UG_NDTYPES = 3 }; /* f32, f16, bf16: the values of ubg_dtype */
+enum { UG_MAX_AXES = 6, UG_MAX_ARGS = 48, UG_MAX_BUFFERS = 16, UG_MAX_STAGES = 8, UG_MAX_RANK = 4 };
+
+/* Element types of tensors and buffers. UG_ELEM_T is the variant's dtype. */
+typedef enum { UG_ELEM_T, UG_ELEM_F32, UG_ELEM_F16, UG_ELEM_BF16, UG_ELEM_I64, UG_ELEM_I32, UG_ELEM_U8 } ug_elem;
+
+typedef enum { UG_ARG_TENSOR, UG_ARG_INT, UG_ARG_FLOAT } ug_argkind;
+typedef enum { UG_ROLE_IN, UG_ROLE_OUT, UG_ROLE_INOUT } ug_role;
+
+/* What a name in an expression stands for; the environment of a pass holds
+ * one int64 per symbol, in this order of kinds. */
+typedef enum {
+  UG_SYM_AXIS,        /* an integer variant axis (BLOCK_D, ...) */
+  UG_SYM_TILED,       /* the tiled axis, 0 or 1 */
+  UG_SYM_DTYPE_BYTES, /* bytes of the variant's dtype */
+  UG_SYM_INT,         /* an int argument (shape or option) */
+  UG_SYM_HAS,         /* has_<tensor>: 1 when an optional tensor is given */
+  UG_SYM_DERIVED      /* a derived value, evaluated at launch */
+} ug_symkind;
+
+typedef struct {
+  char *name;
+  ug_symkind kind;
+  int ref; /* index into axes / args / derived */
+} ug_sym;
+
+typedef struct {
+  char *name;
+  ug_argkind kind;
+  ug_role role;         /* tensors */
+  ug_elem elem;         /* tensors */
+  bool optional;        /* tensors: may be NULL */
+  int rank;             /* tensors */
+  ug_expr *shape[UG_MAX_RANK];
+  char **may_alias;     /* tensors this one may be exactly equal to */
+  int nmay_alias;
+  bool has_min, has_max; /* ints */
+  int64_t min, max;
+  int64_t *values;      /* ints: allowed values, or NULL */
+  int nvalues;
+  char **value_names;   /* ints: names of the values, for messages */
+  bool allow_nonfinite; /* floats */
+  double dflt;          /* floats and ints used by `ubgen check` when a case omits them */
+  bool has_dflt;
+  ug_loc at;
+} ug_arg;
+
+typedef struct {
+  char *name;   /* BLOCK_D */
+  char *tag;    /* "d": the variant name part _d<value> */
+  int64_t *values;
+  int nvalues;
+  int tiles;    /* index of the int arg this block size tiles, or -1 */
+  ug_expr *dflt; /* default-strategy preference for non-tiling axes, or NULL */
+  ug_loc at;
+} ug_axis;
+
+typedef struct {
+  char *name;
+  ug_elem elem;
+  ug_expr *count; /* elements */
+  ug_loc at;
+} ug_buffer;
+
+typedef struct {
+  char *name;
+  ug_expr *value;
+  ug_loc at;
+} ug_derived;
+
+typedef struct {
+  ug_expr *require;
+  char *why;          /* shown when the rule fails; may be NULL */
+  bool variant_only;  /* uses only variant axes: filters enumeration */
+  ug_loc at;
+} ug_rule;
+
+typedef struct {
+  char *name;
+  ug_expr *grid; /* number of grid items; programs stride over them */
+  ug_loc at;
+} ug_stage;
+
+typedef struct {
+  double atol, rtol;
+} ug_tol;
+
+/* One `ubgen check` case: values for int and float args, and the optional
+ * tensors left out. */
+typedef struct {
+  int64_t ints[UG_MAX_ARGS];
+  double floats[UG_MAX_ARGS];
+  bool set[UG_MAX_ARGS];
+  bool omit[UG_MAX_ARGS];
+  ug_loc at;
+} ug_case;
+
+/* How `ubgen check` fills an input tensor: normal(0, 1) unless told. */
+typedef struct {
+  int arg;
+  double lo, hi; /* uniform(lo, hi) */
+  bool integer;  /* uniform integers in [lo, hi] */
+} ug_init;
+
+struct ug_kernel;
+
+typedef struct ug_pass {
+  struct ug_kernel *kernel;
+  char *name;
+  char *template_name;
+  bool dtypes[UG_NDTYPES];
+  ug_axis axes[UG_MAX_AXES];
+  int naxes;
+  bool tiled_values[2]; /* which of tiled=false/true exist */
+  bool has_tiled;
+  ug_arg args[UG_MAX_ARGS];
+  int nargs;
+  ug_derived *derived;
+  int nderived;
+  ug_rule *constraints;
+  int nconstraints;
+  ug_rule *checks;
+  int nchecks;
+  ug_stage stages[UG_MAX_STAGES];
+  int nstages;
+  ug_buffer ub[UG_MAX_BUFFERS];
+  int nub;
+  ug_buffer ws[UG_MAX_BUFFERS];
+  int nws;
+  ug_sym *syms;
+  int nsyms;
+  int sym_of_arg[UG_MAX_ARGS];     /* env slot of an int arg, or of has_<tensor>; -1 */
+  int sym_of_axis[UG_MAX_AXES];
+  int sym_tiled, sym_dtype_bytes;  /* -1 when absent */
+  int sym_of_derived_base;         /* slot of derived[0] */
+  ug_tol tol[UG_NDTYPES];
+  ug_case *cases;
+  int ncases;
+  ug_init *inits;
+  int ninits;
+  bool bitwise; /* every variant gives the same bits (the spec says so) */
+  ug_loc at;
+} ug_pass;
+
+typedef struct ug_kernel {
+  char *name;
+  char *path;   /* as given to the loader, for messages */
+  char *dir;    /* directory of the spec, first place to look for templates */
+  char *text;   /* the JSON text, embedded in AOT registries */
+  size_t text_len;
+  uint64_t hash; /* FNV-1a of text: AOT variants serve only the spec they came from */
+  double safety_margin; /* 0: none set by the spec */
+  char **shape; /* shape names (int args every pass has) */
+  int nshape;
+  ug_pass *passes;
+  int npasses;
+  char *description;
+} ug_kernel;
+
+/* Parses and validates one spec. name is used in messages (a path, or the
+ * embedded file name); dir is where its templates are looked up first
+ * (may be NULL). */
+ug_kernel *ug_spec_parse(const char *name, const char *dir, const char *text, size_t len, ug_diag *d);
+ug_kernel *ug_spec_load_file(const char *path, ug_diag *d);
+void ug_spec_free(ug_kernel *k);
+
+const ug_pass *ug_spec_pass(const ug_kernel *k, const char *pass);
+int ug_pass_arg(const ug_pass *p, const char *name); /* index or -1 */
+int ug_pass_sym(const ug_pass *p, const char *name); /* env slot or -1 */
+
+const char *ug_dtype_name(int dtype);  /* "f32", "f16", "bf16" */
+int ug_dtype_parse(const char *s);     /* -1 when unknown */
+int ug_dtype_bytes(int dtype);
+const char *ug_elem_name(ug_elem e);
+size_t ug_elem_bytes(ug_elem e, int dtype);
+const char *ug_elem_ctype(ug_elem e, int dtype); /* C type name in kernels */
+
+uint64_t ug_fnv1a(const void *data, size_t n);
+bool ug_is_ident(const char *s);
+
+#endif

@@ -1,0 +1,47 @@
+/* Variants: the points of a pass's axes (dtype x block sizes x tiled), their
+ * stable names and their UB plans.
+ *
+ * Name: <kernel>_<pass>_<dtype>[_<tag><value>]..._<t|n>, axes in spec order,
+ * for example rms_norm_fwd_bf16_d1024_m2_n. Names appear in the tuning DB and
+ * the registry, so they never change for a given spec. */
+#ifndef UG_VARIANT_H
+#define UG_VARIANT_H
+
+#include "spec.h"
+
+typedef struct {
+  int dtype;
+  int64_t axis[UG_MAX_AXES];
+  int tiled; /* 0 or 1; -1 when the pass has no tiled axis */
+} ug_point;
+
+typedef struct {
+  int64_t offset; /* from the arena start, a multiple of 64 */
+  int64_t count;  /* elements */
+  int64_t bytes;  /* count * element size, before alignment */
+} ug_placed;
+
+typedef struct {
+  const ug_pass *pass;
+  ug_point pt;
+  char name[160];
+  int64_t footprint; /* sum of the buffers, each rounded up to 64 bytes */
+  ug_placed ub[UG_MAX_BUFFERS];
+} ug_variant;
+
+/* Sets the variant slots of env (axes, tiled, dtype_bytes); other slots are
+ * left as they are. */
+void ug_point_env(const ug_pass *p, const ug_point *pt, int64_t *env);
+
+void ug_variant_name(const ug_pass *p, const ug_point *pt, char *out, size_t n);
+
+/* Every point of the pass (one dtype, or all when dtype < 0) that satisfies
+ * the variant-only constraints, planned, in a stable order: dtype, tiled,
+ * then the axes. *out is malloc'd. */
+int ug_enumerate(const ug_pass *p, int dtype, ug_variant **out, int *n, ug_diag *d);
+
+/* The enumerated variant called `name`; -1 with a message when the pass has
+ * none (the message says what the name should look like). */
+int ug_find_variant(const ug_pass *p, const char *name, ug_variant *out, ug_diag *d);
+
+#endif

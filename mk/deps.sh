@@ -1,0 +1,24 @@
+#!/bin/sh
+# Installs the Debian packages ubgen needs, when they are missing.
+# As root it runs apt-get; otherwise it prints the line to run and fails.
+#   sh mk/deps.sh build   the library and the command
+#   sh mk/deps.sh test    also the test framework
+set -eu
+need="gcc make pkg-config libjansson-dev libtcc-dev"
+case "${1:-build}" in
+  test) need="$need libcriterion-dev" ;;
+esac
+missing=""
+for p in $need; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ]; then
+  echo "ubgen: installing$missing"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
+else
+  echo "ubgen: missing packages:$missing" >&2
+  echo "ubgen: run: sudo apt-get install -y$missing" >&2
+  exit 1
+fi

@@ -1,0 +1,42 @@
+# Tests (Criterion) and benchmarks. Each tests/test_*.c is one test binary,
+# linked with the references, the test-only kernels (tests/specs, emitted
+# into a self-registering table) and libubgen.a.
+
+TEST_SRCS  := $(wildcard tests/test_*.c)
+TEST_BINS  := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+TEST_SPECS := $(wildcard tests/specs/*)
+TKLIST     := $(BUILD)/kobj/test/objects.list
+TEST_CFLAGS := $(BASE) -fopenmp -Itemplates -Iruntime/include -Iruntime -Itests \
+  -DUBGEN_BIN='"$(CURDIR)/$(UBGEN)"' -DUBGEN_SRC='"$(CURDIR)"' -DUBGEN_BUILD='"$(CURDIR)/$(BUILD)"'
+BENCH_SRCS := $(wildcard bench/bench_*.c)
+BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
+BENCH_COMMON := $(filter-out $(BENCH_SRCS),$(wildcard bench/*.c))
+
+.PHONY: test-build bench-build
+
+$(BUILD)/gen/test/MANIFEST: $(BOOT) $(TEST_SPECS) $(TEMPLATES)
+	$(BOOT) emit --specs tests/specs --kernel guard_probe --out $(BUILD)/gen/test --registry ubg_aot_test --self-register
+	@touch $@
+$(TKLIST): $(BUILD)/gen/test/MANIFEST
+	$(MAKE) -f mk/kernels.mk SRC=$(BUILD)/gen/test OBJ=$(BUILD)/kobj/test CC='$(CC)' KFLAGS='$(KFLAGS)'
+
+$(BUILD)/tests/%: tests/%.c $(REF_OBJS) $(TKLIST) $(LIB_A) $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) $(CFLAGS) $< $(REF_OBJS) $$(cat $(TKLIST)) $(LIB_A) -lcriterion $(LDLIBS) -o $@
+
+test-build: $(TEST_BINS) $(UBGEN)
+
+# Criterion runs the tests of a binary in parallel (one process each)
+test: deps-test
+	$(MAKE) all test-build
+	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t --jobs 2 --short-filename; done
+	@echo "all test binaries passed"
+
+$(BUILD)/bench/%: bench/%.c $(BENCH_COMMON) $(LIB_A) $(HEADERS) $(wildcard bench/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(BASE) -O3 -march=$(MARCH) -ffp-contract=off -fopenmp -Itemplates -Iruntime/include -Ibench \
+	  $< $(BENCH_COMMON) $(LIB_A) $(LDLIBS) -o $@
+
+bench-build: $(BENCH_BINS)
+bench: bench-build
+	@for b in $(BENCH_BINS); do $$b --out $(BUILD)/bench/$$(basename $$b).json; done

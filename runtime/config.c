@@ -1,0 +1,100 @@
+/* Context configuration: ubg_config, then the environment, then defaults
+ * (DESIGN.md "UB model" and "Public C API"). A bad value is an error that
+ * names its source; nothing is guessed. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static ubg_status env_int(const char *name, long lo, long hi, long *out, bool *set) {
+  const char *v = getenv(name);
+  *set = false;
+  if (!v || !*v) return UBG_OK;
+  errno = 0;
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (errno || *end || x < lo || x > hi)
+    return rt_fail(NULL, UBG_EINVAL, "%s=\"%s\" is not an integer in [%ld, %ld]", name, v, lo, hi);
+  *out = x;
+  *set = true;
+  return UBG_OK;
+}
+
+ubg_status rt_config_resolve(ubg_ctx *ctx, const ubg_config *cfg) {
+  ubg_config none = {0};
+  if (!cfg) cfg = &none;
+  const int64_t min_ub = 1024, max_ub = (int64_t)1 << 30;
+
+  /* UB bytes: config, UBGEN_UB_BYTES, ASCEND_UB_CAPACITY_BITS, 192 KiB */
+  int64_t ub = UG_DEFAULT_UB_BYTES;
+  const char *env = getenv("UBGEN_UB_BYTES");
+  const char *ascend = getenv("ASCEND_UB_CAPACITY_BITS");
+  if (cfg->ub_bytes) {
+    if (cfg->ub_bytes < (size_t)min_ub || cfg->ub_bytes > (size_t)max_ub)
+      return rt_fail(NULL, UBG_EINVAL, "ubg_config.ub_bytes = %zu is outside [%lld, %lld]", cfg->ub_bytes,
+                     (long long)min_ub, (long long)max_ub);
+    ub = (int64_t)cfg->ub_bytes;
+  } else if (env && *env) {
+    char err[256];
+    if (ug_parse_size(env, &ub, err, sizeof err) < 0) return rt_fail(NULL, UBG_EINVAL, "UBGEN_UB_BYTES: %s", err);
+    if (ub < min_ub || ub > max_ub)
+      return rt_fail(NULL, UBG_EINVAL, "UBGEN_UB_BYTES=\"%s\" (%lld bytes) is outside [%lld, %lld]", env, (long long)ub,
+                     (long long)min_ub, (long long)max_ub);
+  } else if (ascend && *ascend) {
+    /* as Liger-Kernel's UB manager: a positive integer count of bits, else ignored */
+    char *end;
+    errno = 0;
+    long long bits = strtoll(ascend, &end, 10);
+    if (!errno && !*end && bits / 8 >= min_ub && bits / 8 <= max_ub)
+      ub = bits / 8;
+    else
+      rt_log("ASCEND_UB_CAPACITY_BITS=\"%s\" ignored: not a bit count for %lld..%lld bytes", ascend,
+             (long long)min_ub, (long long)max_ub);
+  }
+  ctx->ub_bytes = ub;
+  ctx->budget.ub_bytes = ub;
+
+  if (cfg->safety_margin != 0 && !(cfg->safety_margin > 0 && cfg->safety_margin <= 1))
+    return rt_fail(NULL, UBG_EINVAL, "ubg_config.safety_margin = %g is outside (0, 1]", cfg->safety_margin);
+  ctx->budget.margin = cfg->safety_margin; /* 0: the spec's own, else 0.90 */
+
+  long threads = 0;
+  bool set;
+  if (cfg->threads < 0 || cfg->threads > 1024)
+    return rt_fail(NULL, UBG_EINVAL, "ubg_config.threads = %d is outside [0, 1024]", cfg->threads);
+  if (cfg->threads) {
+    threads = cfg->threads;
+  } else {
+    ubg_status s = env_int("UBGEN_THREADS", 1, 1024, &threads, &set);
+    if (s) return s;
+    if (!set) threads = sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads < 1) threads = 1;
+  }
+  ctx->threads = (int)threads;
+
+  if ((unsigned)cfg->backend > UBG_BACKEND_GCC)
+    return rt_fail(NULL, UBG_EINVAL, "ubg_config.backend = %d is not a ubg_backend", (int)cfg->backend);
+  ctx->backend = cfg->backend;
+  const char *be = getenv("UBGEN_BACKEND");
+  if (ctx->backend == UBG_BACKEND_AUTO && be && *be) {
+    if (!strcmp(be, "auto")) ctx->backend = UBG_BACKEND_AUTO;
+    else if (!strcmp(be, "aot")) ctx->backend = UBG_BACKEND_AOT;
+    else if (!strcmp(be, "tcc")) ctx->backend = UBG_BACKEND_TCC;
+    else if (!strcmp(be, "gcc")) ctx->backend = UBG_BACKEND_GCC;
+    else return rt_fail(NULL, UBG_EINVAL, "UBGEN_BACKEND=\"%s\" is not one of auto, aot, tcc, gcc", be);
+  }
+
+  long guard = 0;
+  ubg_status s = env_int("UBGEN_UB_GUARD", 0, 1, &guard, &set);
+  if (s) return s;
+  ctx->guard = guard == 1;
+
+  const char *db = cfg->tuning_db ? cfg->tuning_db : getenv("UBGEN_TUNING_DB");
+  const char *cache = cfg->cache_dir ? cfg->cache_dir : getenv("UBGEN_CACHE_DIR");
+  ctx->tuning_db = db ? strdup(db) : NULL;
+  ctx->cache_dir = cache ? strdup(cache) : NULL;
+  if ((db && !ctx->tuning_db) || (cache && !ctx->cache_dir)) return rt_fail(NULL, UBG_ENOMEM, "out of memory");
+  return UBG_OK;
+}

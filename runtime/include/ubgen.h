@@ -1,0 +1,110 @@
+/* ubgen: specialized, UB-budgeted kernels for fused training ops.
+ *
+ * The contract is ../shared/DESIGN.md ("Public C API"); docs/ explain the
+ * rest. Rules every function follows: no exit or abort on bad input, no
+ * printing (a log callback or UBGEN_LOG only); a failure returns a status and
+ * sets a message naming the argument and its values (ubg_ctx_error); inputs
+ * are validated before anything is written, so a failed call leaves outputs
+ * untouched. A context may be used from several threads at once.
+ *
+ * Tensors are dense, row-major, in the storage dtype of the call unless a
+ * comment says f32; sizes are element counts.
+ */
+#ifndef UBGEN_H
+#define UBGEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define UBG_API __attribute__((visibility("default")))
+#else
+#define UBG_API
+#endif
+
+typedef enum { UBG_F32, UBG_F16, UBG_BF16 } ubg_dtype;
+typedef enum { UBG_OK = 0, UBG_EINVAL, UBG_ERANGE, UBG_EUB, UBG_ENOMEM,
+               UBG_ECOMPILE, UBG_ENOTFOUND, UBG_EIO } ubg_status;
+typedef enum { UBG_BACKEND_AUTO, UBG_BACKEND_AOT, UBG_BACKEND_TCC,
+               UBG_BACKEND_GCC } ubg_backend;
+typedef struct {
+  size_t ub_bytes;        /* 0: $UBGEN_UB_BYTES, else 196608 */
+  double safety_margin;   /* 0: 0.90 */
+  int threads;            /* 0: $UBGEN_THREADS, else online CPUs */
+  ubg_backend backend;    /* AUTO; $UBGEN_BACKEND overrides AUTO */
+  const char *tuning_db;  /* NULL: $UBGEN_TUNING_DB, else <cache>/tuning.json */
+  const char *cache_dir;  /* NULL: $UBGEN_CACHE_DIR, else $XDG_CACHE_HOME/ubgen */
+} ubg_config;
+typedef struct ubg_ctx ubg_ctx;
+
+/* On failure *out is NULL and ubg_ctx_error(NULL) says why (this thread). */
+UBG_API ubg_status  ubg_ctx_create(const ubg_config *cfg /* NULL: defaults */, ubg_ctx **out);
+UBG_API void        ubg_ctx_destroy(ubg_ctx *ctx);
+UBG_API const char *ubg_ctx_error(const ubg_ctx *ctx);        /* last failure, this thread */
+UBG_API const char *ubg_ctx_last_variant(const ubg_ctx *ctx); /* variant of the last call, this thread */
+UBG_API const char *ubg_status_str(ubg_status s);
+/* force a variant for kernel.pass (NULL: automatic again); UBG_EUB if it does not fit */
+UBG_API ubg_status  ubg_set_variant(ubg_ctx *ctx, const char *kernel, const char *pass, const char *variant);
+
+typedef enum { UBG_CAST_LLAMA, UBG_CAST_GEMMA, UBG_CAST_NONE } ubg_casting;
+UBG_API ubg_status ubg_rms_norm_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols,
+    const void *x, const void *w /* [cols] or NULL */, float eps, float offset,
+    ubg_casting, void *y, float *rstd /* [rows] */);
+UBG_API ubg_status ubg_rms_norm_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols,
+    const void *dy, const void *x, const void *w, const float *rstd, float offset,
+    ubg_casting, void *dx /* may equal dy */, void *dw /* [cols]; NULL iff w NULL */);
+
+UBG_API ubg_status ubg_embedding_fwd(ubg_ctx *, ubg_dtype, int64_t num_embeddings,
+    int64_t dim, const void *table, int64_t n, const int64_t *indices, void *out);
+UBG_API ubg_status ubg_embedding_bwd(ubg_ctx *, ubg_dtype, int64_t num_embeddings,
+    int64_t dim, int64_t n, const int64_t *indices, const void *dout,
+    int64_t padding_idx /* -1: none */, void *dtable /* overwritten */);
+
+UBG_API ubg_status ubg_attn_res_fwd(ubg_ctx *, ubg_dtype, int64_t nblocks, int64_t tokens,
+    int64_t dim, const void *v /* [nblocks,tokens,dim] */, const void *w_query,
+    const void *w_norm, float eps, void *out /* [tokens,dim] */,
+    float *alpha /* [tokens,nblocks] */, float *rstd /* [tokens,nblocks] */);
+UBG_API ubg_status ubg_attn_res_bwd(ubg_ctx *, ubg_dtype, int64_t nblocks, int64_t tokens,
+    int64_t dim, const void *dout, const void *v, const void *w_query,
+    const void *w_norm, const float *alpha, const float *rstd,
+    void *dv, void *dw_query, void *dw_norm);
+
+typedef enum { UBG_REDUCE_MEAN, UBG_REDUCE_SUM, UBG_REDUCE_NONE } ubg_reduction;
+typedef struct {
+  int64_t ignore_index;    /* -100 */
+  float label_smoothing;   /* 0 */
+  float lse_square_scale;  /* 0: z-loss coefficient */
+  float softcap;           /* 0: off */
+  ubg_reduction reduction; /* MEAN */
+  const void *ce_weight;   /* [vocab] class weights in dtype, or NULL */
+  const void *bias;        /* [vocab] or NULL */
+} ubg_flce_opts;
+typedef struct {
+  float *loss;             /* [1], or [bt] for REDUCE_NONE */
+  float *z_loss;           /* like loss, or NULL */
+  int64_t *argmax;         /* [bt] predicted token, -1 on ignored rows, or NULL */
+  void *dx;                /* [bt,hidden], or NULL: no input gradient */
+  void *dweight;           /* [vocab,hidden], or NULL */
+  void *dbias;             /* [vocab], or NULL */
+} ubg_flce_out;
+UBG_API void       ubg_flce_opts_init(ubg_flce_opts *o);
+UBG_API ubg_status ubg_flce(ubg_ctx *, ubg_dtype, int64_t bt, int64_t hidden, int64_t vocab,
+    const void *x /* [bt,hidden] */, const void *weight /* [vocab,hidden] */,
+    const int64_t *target /* [bt] */, const ubg_flce_opts *, const ubg_flce_out *);
+
+/* generic entry: any spec'd kernel, arguments matched to the spec by name */
+typedef enum { UBG_ARG_PTR, UBG_ARG_I64, UBG_ARG_F64 } ubg_arg_kind;
+typedef struct { const char *name; ubg_arg_kind kind;
+                 union { void *p; int64_t i; double f; } v; } ubg_arg;
+UBG_API ubg_status ubg_launch(ubg_ctx *, const char *kernel, const char *pass, ubg_dtype,
+                              const ubg_arg *args, size_t nargs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UBGEN_H */

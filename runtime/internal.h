@@ -1,0 +1,103 @@
+/* libubgen internals: the context and what hangs off it.
+ *
+ *   ubg_ctx
+ *    +- config (budget, threads, backend, guard)
+ *    +- rt_kernel[]: one per spec (from UBGEN_SPEC_PATH, then the specs
+ *    |   embedded in the AOT registries)
+ *    |   +- rt_pass[]: enumerated variants per dtype, the AOT function of
+ *    |       each (NULL when not built in), the forced variant per dtype
+ *    +- pools: UB arenas (one per worker of a launch) and workspace blocks
+ *
+ * A launch reads the context and takes from the pools under a mutex; the
+ * kernels run without any lock. */
+#ifndef UBG_INTERNAL_H
+#define UBG_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../gen/spec.h"
+#include "../gen/ubplan.h"
+#include "../gen/variant.h"
+#include "include/ubgen.h"
+#include "ubgen_aot.h"
+
+#define UBG_HIDDEN __attribute__((visibility("hidden")))
+
+typedef struct {
+  const ug_pass *pass;
+  ug_variant *variants[UG_NDTYPES]; /* every enumerated variant */
+  int nvariants[UG_NDTYPES];
+  ubg_kernel_fn *aot[UG_NDTYPES];   /* parallel to variants; NULL: not built in */
+  int forced[UG_NDTYPES];           /* index into variants, or -1; under ctx->lock */
+} rt_pass;
+
+typedef struct {
+  ug_kernel *spec;
+  rt_pass *passes;
+  bool from_aot; /* the spec text came from an AOT registry */
+} rt_kernel;
+
+typedef struct rt_block {
+  struct rt_block *next;
+  void *base;      /* what to free or unmap */
+  size_t map_len;  /* guard arenas: the whole mapping; else 0 */
+  unsigned char *p; /* 64-byte aligned start */
+  size_t size;
+} rt_block;
+
+struct ubg_ctx {
+  uint64_t id; /* unique per context, so per-thread messages never leak between contexts */
+  ug_budget budget;
+  int64_t ub_bytes;
+  int threads;
+  ubg_backend backend;
+  bool guard;
+  char *tuning_db;
+  char *cache_dir;
+  rt_kernel *kernels;
+  int nkernels;
+  pthread_mutex_t lock;
+  rt_block *free_arenas;
+  rt_block *free_workspace;
+};
+
+/* ---- messages (per thread, per context) ---- */
+UBG_HIDDEN ubg_status rt_fail(const ubg_ctx *ctx, ubg_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+UBG_HIDDEN void rt_set_last_variant(const ubg_ctx *ctx, const char *name);
+UBG_HIDDEN void rt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- configuration ---- */
+UBG_HIDDEN ubg_status rt_config_resolve(ubg_ctx *ctx, const ubg_config *cfg);
+
+/* ---- AOT registries ---- */
+/* the function of variant `name` built from the spec with this hash, or NULL */
+UBG_HIDDEN ubg_kernel_fn rt_aot_lookup(const char *name, uint64_t spec_hash);
+/* calls fn(table) for every registered table, main first */
+UBG_HIDDEN void rt_aot_each(void (*fn)(const ubg_aot_table *t, void *ud), void *ud);
+
+/* ---- kernels of a context ---- */
+UBG_HIDDEN ubg_status rt_kernels_load(ubg_ctx *ctx);
+UBG_HIDDEN void rt_kernels_free(ubg_ctx *ctx);
+UBG_HIDDEN ubg_status rt_find_pass(const ubg_ctx *ctx, const char *kernel, const char *pass, rt_pass **out);
+
+/* ---- pools ---- */
+/* n arenas of ctx->ub_bytes (with a guard page after each in guard mode) */
+UBG_HIDDEN ubg_status rt_arenas_take(ubg_ctx *ctx, int n, rt_block **out);
+UBG_HIDDEN void rt_arenas_give(ubg_ctx *ctx, rt_block **arenas, int n);
+UBG_HIDDEN ubg_status rt_workspace_take(ubg_ctx *ctx, size_t bytes, rt_block **out);
+UBG_HIDDEN void rt_workspace_give(ubg_ctx *ctx, rt_block *b);
+UBG_HIDDEN void rt_pools_free(ubg_ctx *ctx);
+
+/* ---- the grid ---- */
+/* Runs programs 0..nprog-1 of one stage on up to nthreads workers, each
+ * with its own arena. */
+UBG_HIDDEN void rt_grid_run(ubg_kernel_fn fn, const void *slots, int stage, int64_t nprog, rt_block **arenas,
+                            int nthreads);
+
+/* ---- launch ---- */
+UBG_HIDDEN ubg_status rt_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype,
+                                const ubg_arg *args, size_t nargs);
+
+#endif

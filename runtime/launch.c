@@ -1,0 +1,318 @@
+/* One op call, from named arguments to finished programs:
+ *
+ *   match args to the spec by name -> validate every value -> size every
+ *   tensor (overflow-checked) -> refuse overlaps the spec does not allow ->
+ *   choose the variant (forced, else the default strategy) -> get its
+ *   function -> workspace and arenas -> run the stages in order.
+ *
+ * Everything that can fail is checked before the first kernel runs, so a
+ * failed call writes nothing. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../gen/bind.h"
+#include "../gen/strategy.h"
+#include "../templates/prelude.h"
+#include "internal.h"
+
+enum { MAX_DERIVED = 32, MAX_SLOTS = UG_MAX_ARGS + MAX_DERIVED + UG_MAX_BUFFERS };
+
+typedef struct {
+  const ubg_ctx *ctx;
+  const ug_pass *p;
+  char what[160]; /* "kernel.pass" for messages */
+} call;
+
+static ubg_status diag_fail(const call *c, ubg_status s, const ug_diag *d) {
+  char msg[2200];
+  ug_diag_format(d, msg, sizeof msg);
+  return rt_fail(c->ctx, s, "%s: %s", c->what, msg);
+}
+
+static void arg_names(const ug_pass *p, char *out, size_t n) {
+  out[0] = '\0';
+  for (int i = 0; i < p->nargs; i++) {
+    strncat(out, p->args[i].name, n - strlen(out) - 1);
+    if (i + 1 < p->nargs) strncat(out, ", ", n - strlen(out) - 1);
+  }
+}
+
+static const char *kind_name(ubg_arg_kind k) {
+  return k == UBG_ARG_PTR ? "pointer (UBG_ARG_PTR)" : k == UBG_ARG_I64 ? "integer (UBG_ARG_I64)" : "float (UBG_ARG_F64)";
+}
+
+static ubg_arg_kind kind_of(const ug_arg *a) {
+  return a->kind == UG_ARG_TENSOR ? UBG_ARG_PTR : a->kind == UG_ARG_INT ? UBG_ARG_I64 : UBG_ARG_F64;
+}
+
+static ubg_status match_args(const call *c, const ubg_arg *args, size_t nargs, ubg_slot *slots) {
+  const ug_pass *p = c->p;
+  bool given[UG_MAX_ARGS] = {false};
+  char names[1024];
+  if (nargs && !args) return rt_fail(c->ctx, UBG_EINVAL, "%s: args is NULL but nargs is %zu", c->what, nargs);
+  for (size_t i = 0; i < nargs; i++) {
+    const ubg_arg *a = &args[i];
+    if (!a->name) return rt_fail(c->ctx, UBG_EINVAL, "%s: args[%zu].name is NULL", c->what, i);
+    int ai = ug_pass_arg(p, a->name);
+    if (ai < 0) {
+      arg_names(p, names, sizeof names);
+      return rt_fail(c->ctx, UBG_EINVAL, "%s has no argument \"%.64s\" (arguments: %s)", c->what, a->name, names);
+    }
+    if (given[ai]) return rt_fail(c->ctx, UBG_EINVAL, "%s: argument %s is given twice", c->what, a->name);
+    given[ai] = true;
+    ubg_arg_kind want = kind_of(&p->args[ai]);
+    if ((unsigned)a->kind > UBG_ARG_F64)
+      return rt_fail(c->ctx, UBG_EINVAL, "%s: argument %s has kind %d, not a ubg_arg_kind", c->what, a->name, (int)a->kind);
+    if (a->kind != want)
+      return rt_fail(c->ctx, UBG_EINVAL, "%s: argument %s must be a %s, got a %s", c->what, a->name, kind_name(want),
+                     kind_name(a->kind));
+    if (want == UBG_ARG_PTR) slots[ai].p = a->v.p;
+    else if (want == UBG_ARG_I64) slots[ai].i = a->v.i;
+    else slots[ai].f = a->v.f;
+  }
+  for (int ai = 0; ai < p->nargs; ai++) {
+    const ug_arg *a = &p->args[ai];
+    if (given[ai]) continue;
+    if (a->kind == UG_ARG_TENSOR) {
+      slots[ai].p = NULL;
+    } else if (a->has_dflt) {
+      if (a->kind == UG_ARG_INT) slots[ai].i = (int64_t)a->dflt;
+      else slots[ai].f = a->dflt;
+    } else {
+      return rt_fail(c->ctx, UBG_EINVAL, "%s: argument %s is missing", c->what, a->name);
+    }
+  }
+  return UBG_OK;
+}
+
+static ubg_status check_values(const call *c, const ubg_slot *slots, int64_t *env) {
+  const ug_pass *p = c->p;
+  for (int ai = 0; ai < p->nargs; ai++) {
+    const ug_arg *a = &p->args[ai];
+    if (a->kind == UG_ARG_TENSOR) {
+      if (!slots[ai].p && !a->optional) return rt_fail(c->ctx, UBG_EINVAL, "%s: %s is NULL", c->what, a->name);
+      env[p->sym_of_arg[ai]] = slots[ai].p != NULL;
+    } else if (a->kind == UG_ARG_INT) {
+      int64_t v = slots[ai].i;
+      if (a->has_min && v < a->min)
+        return rt_fail(c->ctx, UBG_EINVAL, "%s: %s = %lld is below its minimum %lld", c->what, a->name, (long long)v,
+                       (long long)a->min);
+      if (a->has_max && v > a->max)
+        return rt_fail(c->ctx, UBG_EINVAL, "%s: %s = %lld is above its maximum %lld", c->what, a->name, (long long)v,
+                       (long long)a->max);
+      if (a->nvalues) {
+        bool ok = false;
+        for (int k = 0; k < a->nvalues; k++) ok |= a->values[k] == v;
+        if (!ok) {
+          char allowed[512] = "";
+          for (int k = 0; k < a->nvalues; k++) {
+            size_t l = strlen(allowed);
+            snprintf(allowed + l, sizeof allowed - l, "%s%lld%s%s%s", k ? ", " : "", (long long)a->values[k],
+                     a->value_names ? " (" : "", a->value_names ? a->value_names[k] : "", a->value_names ? ")" : "");
+          }
+          return rt_fail(c->ctx, UBG_EINVAL, "%s: %s = %lld is not one of %s", c->what, a->name, (long long)v, allowed);
+        }
+      }
+      env[p->sym_of_arg[ai]] = v;
+    } else if (!a->allow_nonfinite && !isfinite(slots[ai].f)) {
+      return rt_fail(c->ctx, UBG_EINVAL, "%s: %s = %g is not finite", c->what, a->name, slots[ai].f);
+    }
+  }
+  for (int i = 0; i < p->nchecks; i++) {
+    const ug_rule *r = &p->checks[i];
+    int64_t v;
+    ug_expr_err err;
+    if (ug_expr_eval(r->require, env, &v, &err) < 0)
+      return rt_fail(c->ctx, UBG_EINVAL, "%s: check `%s`: %s", c->what, ug_expr_source(r->require), err.msg);
+    if (!v) {
+      char why[768];
+      ug_explain_rule(p, r, env, why, sizeof why);
+      return rt_fail(c->ctx, UBG_EINVAL, "%s: %s", c->what, why);
+    }
+  }
+  return UBG_OK;
+}
+
+/* Byte sizes of every tensor, overflow-checked; bytes[ai] = 0 for NULL. */
+static ubg_status size_tensors(const call *c, const ubg_slot *slots, const int64_t *env, int dtype, int64_t *bytes) {
+  const ug_pass *p = c->p;
+  for (int ai = 0; ai < p->nargs; ai++) {
+    const ug_arg *a = &p->args[ai];
+    bytes[ai] = 0;
+    if (a->kind != UG_ARG_TENSOR || !slots[ai].p) continue;
+    int64_t n = (int64_t)ug_elem_bytes(a->elem, dtype);
+    char dims[256] = "";
+    for (int d = 0; d < a->rank; d++) {
+      int64_t dim;
+      ug_expr_err err;
+      if (ug_expr_eval(a->shape[d], env, &dim, &err) < 0)
+        return rt_fail(c->ctx, UBG_EINVAL, "%s: dimension %d of %s (%s): %s", c->what, d, a->name,
+                       ug_expr_source(a->shape[d]), err.msg);
+      size_t l = strlen(dims);
+      snprintf(dims + l, sizeof dims - l, "%s%lld", d ? " x " : "", (long long)dim);
+      if (dim < 0)
+        return rt_fail(c->ctx, UBG_EINVAL, "%s: dimension %d of %s (%s) is %lld", c->what, d, a->name,
+                       ug_expr_source(a->shape[d]), (long long)dim);
+      if (__builtin_mul_overflow(n, dim, &n) || n > (int64_t)(PTRDIFF_MAX / 2))
+        return rt_fail(c->ctx, UBG_EINVAL, "%s: %s of %s%s elements does not fit in memory (the byte size overflows)",
+                       c->what, a->name, dims, d + 1 < a->rank ? " x ..." : "");
+    }
+    bytes[ai] = n;
+  }
+  return UBG_OK;
+}
+
+static bool may_alias(const ug_arg *a, const char *other) {
+  for (int k = 0; k < a->nmay_alias; k++)
+    if (!strcmp(a->may_alias[k], other)) return true;
+  return false;
+}
+
+static ubg_status check_overlaps(const call *c, const ubg_slot *slots, const int64_t *bytes) {
+  const ug_pass *p = c->p;
+  for (int i = 0; i < p->nargs; i++) {
+    const ug_arg *a = &p->args[i];
+    if (a->kind != UG_ARG_TENSOR || !bytes[i]) continue;
+    for (int j = i + 1; j < p->nargs; j++) {
+      const ug_arg *b = &p->args[j];
+      if (b->kind != UG_ARG_TENSOR || !bytes[j]) continue;
+      if (a->role == UG_ROLE_IN && b->role == UG_ROLE_IN) continue;
+      uintptr_t pa = (uintptr_t)slots[i].p, pb = (uintptr_t)slots[j].p;
+      bool overlap = pa < pb + (uintptr_t)bytes[j] && pb < pa + (uintptr_t)bytes[i];
+      if (!overlap) continue;
+      if (pa == pb && bytes[i] == bytes[j] && (may_alias(a, b->name) || may_alias(b, a->name))) continue;
+      bool allowed = may_alias(a, b->name) || may_alias(b, a->name);
+      return rt_fail(c->ctx, UBG_EINVAL, "%s: %s [%p, +%lld bytes) and %s [%p, +%lld bytes) overlap; %s", c->what,
+                     a->name, slots[i].p, (long long)bytes[i], b->name, slots[j].p, (long long)bytes[j],
+                     allowed ? "they may be the very same buffer, but not overlap partly" : "they must not overlap");
+    }
+  }
+  return UBG_OK;
+}
+
+static ubg_status choose(const call *c, rt_pass *rp, int dtype, int64_t *env, int *index) {
+  ubg_ctx *ctx = (ubg_ctx *)c->ctx;
+  const ug_pass *p = c->p;
+  ug_diag d;
+  pthread_mutex_lock(&ctx->lock);
+  int forced = rp->forced[dtype];
+  pthread_mutex_unlock(&ctx->lock);
+  if (forced >= 0) {
+    const ug_variant *v = &rp->variants[dtype][forced];
+    int failed = -1;
+    int b = ug_bind(p, &v->pt, env, &failed, &d);
+    if (b < 0) return diag_fail(c, UBG_EINVAL, &d);
+    if (b == 1) {
+      char why[768];
+      ug_explain_rule(p, &p->constraints[failed], env, why, sizeof why);
+      return rt_fail(c->ctx, UBG_EINVAL, "%s: the forced variant %s does not apply to this call: %s", c->what, v->name, why);
+    }
+    *index = forced;
+    return UBG_OK;
+  }
+  ug_choice ch;
+  int64_t usable = ug_budget_usable(&ctx->budget, p->kernel);
+  if (ug_default_strategy(p, rp->variants[dtype], rp->nvariants[dtype], env, usable, &ch, &d) < 0)
+    return diag_fail(c, UBG_EINVAL, &d);
+  if (ch.chosen < 0) return rt_fail(c->ctx, UBG_EUB, "%s: %s", c->what, ch.why);
+  *index = ch.chosen;
+  return UBG_OK;
+}
+
+ubg_status rt_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype, const ubg_arg *args,
+                     size_t nargs) {
+  rt_pass *rp;
+  ubg_status s = rt_find_pass(ctx, kernel, pass, &rp);
+  if (s) return s;
+  call c = {ctx, rp->pass, ""};
+  const ug_pass *p = rp->pass;
+  snprintf(c.what, sizeof c.what, "%s.%s", p->kernel->name, p->name);
+  if ((unsigned)dtype >= UG_NDTYPES)
+    return rt_fail(ctx, UBG_EINVAL, "%s: dtype %d is not one of UBG_F32, UBG_F16, UBG_BF16", c.what, (int)dtype);
+  if (!p->dtypes[dtype]) return rt_fail(ctx, UBG_EINVAL, "%s has no %s variants", c.what, ug_dtype_name((int)dtype));
+  if (p->nderived > MAX_DERIVED)
+    return rt_fail(ctx, UBG_EINVAL, "%s: more than %d derived values", c.what, MAX_DERIVED);
+
+  ubg_slot slots[MAX_SLOTS];
+  int64_t bytes[UG_MAX_ARGS];
+  memset(slots, 0, sizeof slots);
+  int64_t *env = calloc((size_t)p->nsyms + 1, sizeof *env);
+  if (!env) return rt_fail(ctx, UBG_ENOMEM, "out of memory");
+  int index = -1;
+  if ((s = match_args(&c, args, nargs, slots)) || (s = check_values(&c, slots, env)) ||
+      (s = size_tensors(&c, slots, env, (int)dtype, bytes)) || (s = check_overlaps(&c, slots, bytes)) ||
+      (s = choose(&c, rp, (int)dtype, env, &index))) {
+    free(env);
+    return s;
+  }
+  const ug_variant *v = &rp->variants[dtype][index];
+  ubg_kernel_fn fn = rp->aot[dtype][index];
+  if (!fn) {
+    free(env);
+    return rt_fail(ctx, UBG_ENOTFOUND, "%s: variant %s is not built into this library%s", c.what, v->name,
+                   ctx->backend == UBG_BACKEND_TCC || ctx->backend == UBG_BACKEND_GCC
+                       ? " and this build has no JIT backend"
+                       : " (and this build has no JIT backend to compile it)");
+  }
+  /* after choose(), env is bound to the variant: derived values are set */
+  for (int i = 0; i < p->nderived; i++) slots[p->nargs + i].i = env[p->sym_of_derived_base + i];
+
+  /* workspace buffers, one block, each 64-byte aligned */
+  int64_t ws_off[UG_MAX_BUFFERS], ws_total = 0;
+  for (int i = 0; i < p->nws; i++) {
+    int64_t count, b;
+    ug_expr_err err;
+    if (ug_expr_eval(p->ws[i].count, env, &count, &err) < 0) {
+      free(env);
+      return rt_fail(ctx, UBG_EINVAL, "%s: workspace %s (%s): %s", c.what, p->ws[i].name, ug_expr_source(p->ws[i].count),
+                     err.msg);
+    }
+    if (count < 0 || __builtin_mul_overflow(count, (int64_t)ug_elem_bytes(p->ws[i].elem, (int)dtype), &b) ||
+        b > (int64_t)(PTRDIFF_MAX / 4) || ws_total > (int64_t)(PTRDIFF_MAX / 4)) {
+      free(env);
+      return rt_fail(ctx, UBG_EINVAL, "%s: workspace %s of %lld elements does not fit in memory", c.what, p->ws[i].name,
+                     (long long)count);
+    }
+    ws_off[i] = ws_total;
+    ws_total += (b + 63) / 64 * 64;
+  }
+  int64_t nitems[UG_MAX_STAGES], most = 0;
+  for (int st = 0; st < p->nstages; st++) {
+    ug_expr_err err;
+    if (ug_expr_eval(p->stages[st].grid, env, &nitems[st], &err) < 0) {
+      free(env);
+      return rt_fail(ctx, UBG_EINVAL, "%s: grid of stage %s (%s): %s", c.what, p->stages[st].name,
+                     ug_expr_source(p->stages[st].grid), err.msg);
+    }
+    if (nitems[st] > most) most = nitems[st];
+  }
+  free(env);
+  rt_block *ws = NULL;
+  if (ws_total > 0 && (s = rt_workspace_take(ctx, (size_t)ws_total, &ws))) return s;
+  for (int i = 0; i < p->nws; i++) slots[p->nargs + p->nderived + i].p = ws ? ws->p + ws_off[i] : NULL;
+
+  int nthreads = (int)(most < ctx->threads ? most : ctx->threads);
+  if (nthreads < 1) nthreads = 1;
+  rt_block *arenas[1024];
+  if ((s = rt_arenas_take(ctx, nthreads, arenas))) {
+    if (ws) rt_workspace_give(ctx, ws);
+    return s;
+  }
+  for (int st = 0; st < p->nstages; st++) {
+    if (nitems[st] <= 0) continue;
+    int64_t nprog = nitems[st] < nthreads ? nitems[st] : nthreads;
+    rt_grid_run(fn, slots, st, nprog, arenas, (int)nprog);
+  }
+  rt_arenas_give(ctx, arenas, nthreads);
+  if (ws) rt_workspace_give(ctx, ws);
+  rt_set_last_variant(ctx, v->name);
+  return UBG_OK;
+}
+
+ubg_status ubg_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype, const ubg_arg *args,
+                      size_t nargs) {
+  if (!ctx) return rt_fail(NULL, UBG_EINVAL, "ubg_launch: ctx is NULL");
+  return rt_launch(ctx, kernel, pass, dtype, args, nargs);
+}

@@ -1,0 +1,161 @@
+/* ubgen kernel prelude: the only code every generated kernel sees.
+ *
+ * Templates paste it at the top of each rendered kernel (as a partial), and
+ * the runtime includes it for the same conversions, so kernels, runtime and
+ * tests share one definition of rounding. It holds no template tags.
+ *
+ * It includes no header: libtcc compiles kernels in memory and must not parse
+ * system headers on the hot path, so the few types and libm functions kernels
+ * use are declared here. Everything is plain C99 that gcc vectorizes and tcc
+ * accepts; compiler-specific shapes go behind __TINYC__.
+ */
+#ifndef UBG_PRELUDE_H
+#define UBG_PRELUDE_H
+
+typedef unsigned char ubg_u8;
+typedef unsigned short ubg_u16;
+typedef unsigned int ubg_u32;
+typedef long long ubg_i64;
+typedef unsigned long long ubg_u64;
+
+float sqrtf(float);
+float expf(float);
+float logf(float);
+float tanhf(float);
+
+/* One argument slot, in the order of the spec's args, then derived values,
+ * then workspace buffers. The runtime fills the same union. */
+typedef union ubg_slot {
+  void *p;
+  ubg_i64 i;
+  double f;
+} ubg_slot;
+
+/* Every kernel has this signature: one program of one stage of the grid.
+ * ub is this worker's arena; buffers sit at offsets fixed by the planner. */
+#define UBG_KERNEL(name)                                                       \
+  void name(const void *ubg_args_, int stage, ubg_i64 pid, ubg_i64 nprog,      \
+            unsigned char *ub)
+
+#if defined(__GNUC__) && !defined(__TINYC__)
+#define UBG_INLINE static inline __attribute__((always_inline))
+#define UBG_RESTRICT __restrict__
+#else
+#define UBG_INLINE static inline
+#define UBG_RESTRICT
+#endif
+
+UBG_INLINE ubg_i64 ubg_min(ubg_i64 a, ubg_i64 b) { return a < b ? a : b; }
+UBG_INLINE ubg_i64 ubg_max(ubg_i64 a, ubg_i64 b) { return a > b ? a : b; }
+UBG_INLINE ubg_i64 ubg_cdiv(ubg_i64 a, ubg_i64 b) { return (a + b - 1) / b; }
+
+UBG_INLINE ubg_u32 ubg_f32_bits(float f) {
+  union { float f; ubg_u32 u; } v;
+  v.f = f;
+  return v.u;
+}
+UBG_INLINE float ubg_bits_f32(ubg_u32 u) {
+  union { float f; ubg_u32 u; } v;
+  v.u = u;
+  return v.f;
+}
+
+/* ---- bfloat16 --------------------------------------------------------- */
+
+UBG_INLINE float ubg_bf16_to_f32(ubg_u16 h) { return ubg_bits_f32((ubg_u32)h << 16); }
+
+/* Round to nearest even on the bits; a carry out of the mantissa rounds up
+ * the exponent, so overflow becomes Inf. NaN stays NaN (sign and top payload
+ * bits kept, quiet bit set). Subnormals need nothing special: bf16 shares the
+ * f32 exponent range. Branch-free so gcc vectorizes it. */
+UBG_INLINE ubg_u16 ubg_f32_to_bf16(float f) {
+  ubg_u32 u = ubg_f32_bits(f);
+  ubg_u32 rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  ubg_u32 quiet_nan = (u >> 16) | 0x40u;
+  return (ubg_u16)((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+}
+
+/* ---- IEEE binary16 ---------------------------------------------------- */
+
+UBG_INLINE float ubg_f16_to_f32(ubg_u16 h) {
+  ubg_u32 sign = (ubg_u32)(h & 0x8000u) << 16;
+  ubg_u32 em = h & 0x7fffu;
+  ubg_u32 normal = (em << 13) + 0x38000000u;           /* rebias 15 -> 127 */
+  ubg_u32 inf_nan = (em << 13) | 0x7f800000u;
+  ubg_u32 sub = ubg_f32_bits((float)(int)em * 5.9604644775390625e-08f); /* em * 2^-24, exact */
+  ubg_u32 r = em >= 0x7c00u ? inf_nan : normal;
+  r = em < 0x0400u ? sub : r;
+  return ubg_bits_f32(r | sign);
+}
+
+/* Round to nearest even with integer operations only, so the result does not
+ * depend on the FPU's rounding mode or flush-to-zero flags.
+ *   e >= 143: |f| >= 65536 -> Inf (NaN stays NaN, quiet, top payload kept)
+ *   e >= 113: normal half: drop 13 mantissa bits with RNE; a carry may round
+ *             up to the next binade or to Inf (0x7c00), both correct encodings
+ *   e <  113: subnormal half: shift the full mantissa right by 126 - e
+ *             (>= 14) with RNE; everything below 2^-25 becomes zero. */
+UBG_INLINE ubg_u16 ubg_f32_to_f16(float f) {
+  ubg_u32 u = ubg_f32_bits(f);
+  ubg_u32 sign = (u >> 16) & 0x8000u;
+  ubg_u32 a = u & 0x7fffffffu;
+  ubg_u32 e = a >> 23;
+  ubg_u32 norm = (a - 0x38000000u + 0x0fffu + ((a >> 13) & 1u)) >> 13;
+  ubg_u32 m = (a & 0x007fffffu) | 0x00800000u;
+  ubg_u32 s = 126u - (e < 126u ? e : 126u);
+  s = s > 31u ? 31u : s;
+  ubg_u32 q = m >> s;
+  ubg_u32 rem = m & ((1u << s) - 1u);
+  ubg_u32 half = 1u << (s - 1u);
+  ubg_u32 sub = q + ((rem > half) | ((rem == half) & (q & 1u)));
+  ubg_u32 r = e < 113u ? sub : norm;
+  r = e >= 143u ? 0x7c00u : r;
+  r = a > 0x7f800000u ? (0x7e00u | ((a >> 13) & 0x03ffu)) : r;
+  return (ubg_u16)(r | sign);
+}
+
+/* ---- rounding to a storage dtype, staying in f32 ------------------------
+ * rnd() of the semantics: the f32 value of the nearest dtype value. */
+UBG_INLINE float ubg_rnd_f32(float v) { return v; }
+UBG_INLINE float ubg_rnd_bf16(float v) { return ubg_bf16_to_f32(ubg_f32_to_bf16(v)); }
+UBG_INLINE float ubg_rnd_f16(float v) { return ubg_f16_to_f32(ubg_f32_to_f16(v)); }
+
+/* ---- typed loads and stores of global memory (element index i) --------- */
+UBG_INLINE float ubg_ld_f32(const void *p, ubg_i64 i) { return ((const float *)p)[i]; }
+UBG_INLINE float ubg_ld_bf16(const void *p, ubg_i64 i) { return ubg_bf16_to_f32(((const ubg_u16 *)p)[i]); }
+UBG_INLINE float ubg_ld_f16(const void *p, ubg_i64 i) { return ubg_f16_to_f32(((const ubg_u16 *)p)[i]); }
+UBG_INLINE void ubg_st_f32(void *p, ubg_i64 i, float v) { ((float *)p)[i] = v; }
+UBG_INLINE void ubg_st_bf16(void *p, ubg_i64 i, float v) { ((ubg_u16 *)p)[i] = ubg_f32_to_bf16(v); }
+UBG_INLINE void ubg_st_f16(void *p, ubg_i64 i, float v) { ((ubg_u16 *)p)[i] = ubg_f32_to_f16(v); }
+
+/* ---- block-size independent reductions ----------------------------------
+ * Element d of a row always goes to lane d % UBG_LANES, lanes are carried
+ * across tiles and folded by one fixed tree, so the sum has the same bits
+ * whatever tile size (BLOCK_D) or thread count produced it. Tiles start at
+ * multiples of UBG_LANES (BLOCK_D >= UBG_LANES is a spec constraint). */
+#define UBG_LANES 16
+
+UBG_INLINE void ubg_lanes_zero(float *acc) {
+  int l;
+  for (l = 0; l < UBG_LANES; l++) acc[l] = 0.0f;
+}
+
+/* acc[l] += a[j] * b[j] for j = l, l + 16, ... < n; a and b start at lane 0 */
+UBG_INLINE void ubg_lanes_dot(float *UBG_RESTRICT acc, const float *UBG_RESTRICT a,
+                              const float *UBG_RESTRICT b, ubg_i64 n) {
+  ubg_i64 j = 0;
+  int l;
+  for (; j + UBG_LANES <= n; j += UBG_LANES)
+    for (l = 0; l < UBG_LANES; l++) acc[l] += a[j + l] * b[j + l];
+  for (l = 0; j + l < n; l++) acc[l] += a[j + l] * b[j + l];
+}
+
+UBG_INLINE float ubg_lanes_fold(const float *acc) {
+  float s8[8], s4[4];
+  int l;
+  for (l = 0; l < 8; l++) s8[l] = acc[l] + acc[l + 8];
+  for (l = 0; l < 4; l++) s4[l] = s8[l] + s8[l + 4];
+  return (s4[0] + s4[2]) + (s4[1] + s4[3]);
+}
+
+#endif /* UBG_PRELUDE_H */
