@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include "fsutil.h"
+#include "source.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -58,8 +59,15 @@ static int add_list(const char **list, int *n, const char *v, const char *opt) {
 int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool takes_target, cli_opts *o) {
   memset(o, 0, sizeof *o);
   o->cmd = cmd;
-  o->budget.ub_bytes = UG_DEFAULT_UB_BYTES;
   o->budget.margin = 0;
+  /* the budget the library would use: --ub overrides it below */
+  char env_err[300];
+  bool ignored;
+  if (ug_ub_from_env(&o->budget.ub_bytes, &ignored, env_err, sizeof env_err) < 0) {
+    cli_error("%s: %s", cmd, env_err);
+    return -1;
+  }
+  if (ignored) cli_error("%s: warning: ASCEND_UB_CAPACITY_BITS=\"%s\" ignored: not a positive bit count", cmd, getenv("ASCEND_UB_CAPACITY_BITS"));
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     if (strncmp(a, "--", 2) != 0) {
@@ -117,7 +125,8 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool
       o->dtype_set = true;
     } else if (!strcmp(name, "ub")) {
       char err[256];
-      if (ug_parse_size(val, &o->budget.ub_bytes, err, sizeof err) < 0) {
+      if (ug_parse_size(val, &o->budget.ub_bytes, err, sizeof err) < 0 ||
+          ug_check_ub(o->budget.ub_bytes, "--ub", err, sizeof err) < 0) {
         cli_error("%s: --ub: %s", cmd, err);
         return -1;
       }
@@ -161,6 +170,22 @@ int cli_load_specs(cli_opts *o, ug_specset *set) {
   char shipped[4200];
   snprintf(shipped, sizeof shipped, "%s/specs", o->data_dir);
   if (ug_is_dir(shipped) && ug_specset_add_dir(set, shipped, &d) < 0) goto fail;
+  /* a pass whose template cannot be found is a bad spec: say where */
+  char templates[4200];
+  snprintf(templates, sizeof templates, "%s/templates", o->data_dir);
+  for (int i = 0; i < set->n; i++) {
+    for (int j = 0; j < set->k[i]->npasses; j++) {
+      const ug_pass *p = &set->k[i]->passes[j];
+      ug_kernel_path kp;
+      char found[4096];
+      ug_kernel_path_init(&kp, set->k[i], templates);
+      if (ug_tmpl_find(&kp.path, p->template_name, found, sizeof found) == 0) continue;
+      ug_fail(&d, set->k[i]->path, p->template_at, "template \"%s\" of pass %s not found in %s, %s or %s",
+              p->template_name, p->name, kp.path.ndirs > 0 ? kp.dirs[0] : "-", kp.path.ndirs > 1 ? kp.dirs[1] : "-",
+              kp.path.ndirs > 2 ? kp.dirs[2] : "-");
+      goto fail;
+    }
+  }
   for (int i = 0; i < o->nkernels; i++) {
     if (!ug_specset_find(set, o->kernels[i])) {
       cli_error("%s: --kernel \"%s\" is not a known kernel", o->cmd, o->kernels[i]);

@@ -108,7 +108,7 @@ static const ug_value *map_get(const ug_value *m, const char *key, size_t len) {
 
 /* ---- templates ------------------------------------------------------------ */
 
-enum { MAX_DEPTH = 16, MAX_SCOPES = 64 };
+enum { MAX_DEPTH = 16, MAX_SCOPES = 64, MAX_SECTIONS = 64 };
 
 typedef struct {
   const ug_tmpl_path *path;
@@ -116,7 +116,8 @@ typedef struct {
   ug_buf out;
   const ug_value *scopes[MAX_SCOPES];
   int nscopes;
-  int depth;
+  int depth;    /* partials being rendered */
+  int sections; /* sections open, including the skimmed ones */
 } renderer;
 
 typedef struct {
@@ -237,24 +238,38 @@ static const char *standalone(const source *src, const char *tag, const char *af
 /* Renders src->text[begin, end) (the body of a section or the whole file).
  * *stop is set to the position of the closing tag of `section` when given. */
 static int render_range(renderer *r, const source *src, const char *p, const char *section, size_t section_len,
-                        const char **stop, bool emit);
+                        const char *section_tag, const char **stop, bool emit);
+
+static int render_section_body(renderer *r, const source *src, const char *tag, const char *name, size_t len,
+                               bool inverted, const char *body, const char **after, bool emit, const ug_value *v);
 
 static int render_section(renderer *r, const source *src, const char *tag, const char *name, size_t len, bool inverted,
                           const char *body, const char **after, bool emit) {
   const ug_value *v = emit ? lookup(r, name, len) : NULL;
   if (emit && !v)
     return ug_fail(r->d, src->name, loc_of(src, tag), "section '%.*s' names nothing in scope", (int)len, name);
+  /* recursion depth is bounded by the template, which may be a user's */
+  if (r->sections >= MAX_SECTIONS)
+    return ug_fail(r->d, src->name, loc_of(src, tag), "sections nest more than %d deep", MAX_SECTIONS);
+  r->sections++;
+  int rc = render_section_body(r, src, tag, name, len, inverted, body, after, emit, v);
+  r->sections--;
+  return rc;
+}
+
+static int render_section_body(renderer *r, const source *src, const char *tag, const char *name, size_t len,
+                               bool inverted, const char *body, const char **after, bool emit, const ug_value *v) {
   /* find the matching close by a dry run over the body */
   const char *close_end;
-  if (render_range(r, src, body, name, len, &close_end, false) < 0) return -1;
+  if (render_range(r, src, body, name, len, tag, &close_end, false) < 0) return -1;
   if (emit) {
     if (inverted) {
-      if (!truthy(v) && render_range(r, src, body, name, len, &close_end, true) < 0) return -1;
+      if (!truthy(v) && render_range(r, src, body, name, len, tag, &close_end, true) < 0) return -1;
     } else if (v->kind == UG_V_LIST) {
       for (int k = 0; k < v->n; k++) {
         if (r->nscopes == MAX_SCOPES) return ug_fail(r->d, src->name, loc_of(src, tag), "sections nest too deeply");
         r->scopes[r->nscopes++] = v->items[k];
-        int rc = render_range(r, src, body, name, len, &close_end, true);
+        int rc = render_range(r, src, body, name, len, tag, &close_end, true);
         r->nscopes--;
         if (rc < 0) return -1;
       }
@@ -264,7 +279,7 @@ static int render_section(renderer *r, const source *src, const char *tag, const
         if (r->nscopes == MAX_SCOPES) return ug_fail(r->d, src->name, loc_of(src, tag), "sections nest too deeply");
         r->scopes[r->nscopes++] = v;
       }
-      int rc = render_range(r, src, body, name, len, &close_end, true);
+      int rc = render_range(r, src, body, name, len, tag, &close_end, true);
       if (scope) r->nscopes--;
       if (rc < 0) return -1;
     }
@@ -274,7 +289,7 @@ static int render_section(renderer *r, const source *src, const char *tag, const
 }
 
 static int render_range(renderer *r, const source *src, const char *p, const char *section, size_t section_len,
-                        const char **stop, bool emit) {
+                        const char *section_tag, const char **stop, bool emit) {
   for (;;) {
     const char *open = strstr(p, "{{");
     const char *text_end = open ? open : p + strlen(p);
@@ -289,7 +304,7 @@ static int render_range(renderer *r, const source *src, const char *p, const cha
     if (emit) ug_buf_put(&r->out, p, (size_t)(copy_end - p));
     if (!open) {
       if (section)
-        return ug_fail(r->d, src->name, loc_of(src, p), "section '%.*s' is not closed ({{/%.*s}} missing)",
+        return ug_fail(r->d, src->name, loc_of(src, section_tag), "section '%.*s' is not closed ({{/%.*s}} missing)",
                        (int)section_len, section, (int)section_len, section);
       *stop = text_end;
       return 0;
@@ -384,12 +399,12 @@ static int render_range(renderer *r, const source *src, const char *p, const cha
 
 static int render_source(renderer *r, const source *src) {
   const char *stop;
-  return render_range(r, src, src->text, NULL, 0, &stop, true);
+  return render_range(r, src, src->text, NULL, 0, NULL, &stop, true);
 }
 
 char *ug_render_text(const char *name, const char *text, const ug_tmpl_path *path, const ug_value *ctx, ug_diag *d) {
   ug_diag_clear(d);
-  renderer r = {path, d, {0}, {ctx}, 1, 0};
+  renderer r = {path, d, {0}, {ctx}, 1, 0, 0};
   source src = {name, text};
   if (render_source(&r, &src) < 0) {
     ug_buf_free(&r.out);

@@ -122,6 +122,13 @@ char *ug_variant_source(const ug_variant *v, const ug_tmpl_path *path, ug_diag *
     ug_fail(d, NULL, (ug_loc){0, 0}, "out of memory");
     return NULL;
   }
+  char found[4096];
+  if (ug_tmpl_find(path, p->template_name, found, sizeof found) < 0) {
+    ug_value_free(vals);
+    ug_fail(d, p->kernel->path, p->template_at, "template \"%s\" of pass %s not found on the template path",
+            p->template_name, p->name);
+    return NULL;
+  }
   char *body = ug_render_file(p->template_name, path, vals, d);
   ug_value_free(vals);
   if (!body) return NULL;

@@ -16,6 +16,7 @@
 #include "expr.h"
 
 enum { UG_NDTYPES = 3 }; /* f32, f16, bf16: the values of ubg_dtype */
+enum { UG_MAX_VARIANT_NAME = 128 }; /* characters, without the NUL */
 enum { UG_MAX_AXES = 6, UG_MAX_ARGS = 48, UG_MAX_BUFFERS = 16, UG_MAX_STAGES = 8, UG_MAX_RANK = 4 };
 
 /* Element types of tensors and buffers. UG_ELEM_T is the variant's dtype. */
@@ -125,6 +126,7 @@ typedef struct ug_pass {
   struct ug_kernel *kernel;
   char *name;
   char *template_name;
+  ug_loc template_at;
   bool dtypes[UG_NDTYPES];
   ug_axis axes[UG_MAX_AXES];
   int naxes;

@@ -856,6 +856,7 @@ static int load_pass(L *l, ug_kernel *kn, ug_pass *p, const char *name, json_t *
   for (const char *c = tn; *c; c++)
     safe &= (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '.' || *c == '-';
   if (!safe) return fail_at(l, k->at, "template file name \"%s\" may only use letters, digits, '_', '-' and '.' (no paths)", tn);
+  p->template_at = k->at;
   p->template_name = strdup(tn);
   if (!p->template_name) return fail_at(l, k->at, "out of memory");
 
@@ -927,6 +928,17 @@ static int load_pass(L *l, ug_kernel *kn, ug_pass *p, const char *name, json_t *
   f = member(v, at, "check", &k);
   if (f && load_check(l, f, k, p) < 0) return -1;
 
+  /* variant names are keys of the registry and the tuning DB: they must fit
+   * their buffer whole, never be cut (two cut names could be equal) */
+  size_t longest = strlen(kn->name) + 1 + strlen(p->name) + 1 + 4 + (p->has_tiled ? 2 : 0);
+  for (int i = 0; i < p->naxes; i++) {
+    char digits[32];
+    longest += 1 + strlen(p->axes[i].tag) + (size_t)snprintf(digits, sizeof digits, "%lld",
+                                                              (long long)p->axes[i].values[p->axes[i].nvalues - 1]);
+  }
+  if (longest > UG_MAX_VARIANT_NAME)
+    return fail_at(l, at->at, "variant names of pass \"%s\" would be up to %zu characters; at most %d (shorten the kernel, pass or axis tags)",
+                   name, longest, UG_MAX_VARIANT_NAME);
   for (int i = 0; i < p->naxes; i++) {
     if (p->axes[i].tiles >= 0) continue;
     if (p->has_tiled && i == 0) return fail_at(l, p->axes[0].at, "the first axis must say which int arg it \"tiles\" when the pass has \"tiled\"");

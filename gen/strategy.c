@@ -43,8 +43,10 @@ int ug_default_strategy(const ug_pass *p, const ug_variant *vs, int nv, int64_t 
     if (a0->tiles >= 0) {
       int64_t dim = env[p->sym_of_arg[a0->tiles]];
       want = next_pow2(dim);
-      why(c, &wl, "next_pow2(%s=%lld) = %lld", p->args[a0->tiles].name, (long long)dim,
-                            (long long)want);
+      if (want < dim) /* beyond 2^62: larger than any block size anyway */
+        why(c, &wl, "next_pow2(%s=%lld) > 2^62", p->args[a0->tiles].name, (long long)dim);
+      else
+        why(c, &wl, "next_pow2(%s=%lld) = %lld", p->args[a0->tiles].name, (long long)dim, (long long)want);
     } else {
       want = a0->values[a0->nvalues - 1];
     }

@@ -1,6 +1,7 @@
 #include "ubplan.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,4 +131,34 @@ bad:
 big:
   snprintf(err, errlen, "size \"%s\" is larger than 1 TiB", s);
   return -1;
+}
+
+int ug_check_ub(int64_t ub, const char *what, char *err, size_t errlen) {
+  if (ub >= UG_MIN_UB_BYTES && ub <= UG_MAX_UB_BYTES) return 0;
+  snprintf(err, errlen, "%s = %lld bytes is outside [%lld, %lld]", what, (long long)ub, (long long)UG_MIN_UB_BYTES,
+           (long long)UG_MAX_UB_BYTES);
+  return -1;
+}
+
+int ug_ub_from_env(int64_t *out, bool *ignored, char *err, size_t errlen) {
+  const char *env = getenv("UBGEN_UB_BYTES");
+  const char *ascend = getenv("ASCEND_UB_CAPACITY_BITS");
+  *ignored = false;
+  *out = UG_DEFAULT_UB_BYTES;
+  if (env && *env) {
+    char why[256];
+    if (ug_parse_size(env, out, why, sizeof why) < 0) {
+      snprintf(err, errlen, "UBGEN_UB_BYTES: %s", why);
+      return -1;
+    }
+    return ug_check_ub(*out, "UBGEN_UB_BYTES", err, errlen);
+  }
+  if (ascend && *ascend) {
+    char *end;
+    errno = 0;
+    long long bits = strtoll(ascend, &end, 10);
+    if (!errno && !*end && bits / 8 >= UG_MIN_UB_BYTES && bits / 8 <= UG_MAX_UB_BYTES) *out = bits / 8;
+    else *ignored = true;
+  }
+  return 0;
 }

@@ -25,33 +25,17 @@ static ubg_status env_int(const char *name, long lo, long hi, long *out, bool *s
 ubg_status rt_config_resolve(ubg_ctx *ctx, const ubg_config *cfg) {
   ubg_config none = {0};
   if (!cfg) cfg = &none;
-  const int64_t min_ub = 1024, max_ub = (int64_t)1 << 30;
-
-  /* UB bytes: config, UBGEN_UB_BYTES, ASCEND_UB_CAPACITY_BITS, 192 KiB */
-  int64_t ub = UG_DEFAULT_UB_BYTES;
-  const char *env = getenv("UBGEN_UB_BYTES");
-  const char *ascend = getenv("ASCEND_UB_CAPACITY_BITS");
+  /* UB bytes: config, else UBGEN_UB_BYTES, ASCEND_UB_CAPACITY_BITS, 192 KiB */
+  int64_t ub;
+  char err[300];
   if (cfg->ub_bytes) {
-    if (cfg->ub_bytes < (size_t)min_ub || cfg->ub_bytes > (size_t)max_ub)
-      return rt_fail(NULL, UBG_EINVAL, "ubg_config.ub_bytes = %zu is outside [%lld, %lld]", cfg->ub_bytes,
-                     (long long)min_ub, (long long)max_ub);
-    ub = (int64_t)cfg->ub_bytes;
-  } else if (env && *env) {
-    char err[256];
-    if (ug_parse_size(env, &ub, err, sizeof err) < 0) return rt_fail(NULL, UBG_EINVAL, "UBGEN_UB_BYTES: %s", err);
-    if (ub < min_ub || ub > max_ub)
-      return rt_fail(NULL, UBG_EINVAL, "UBGEN_UB_BYTES=\"%s\" (%lld bytes) is outside [%lld, %lld]", env, (long long)ub,
-                     (long long)min_ub, (long long)max_ub);
-  } else if (ascend && *ascend) {
-    /* as Liger-Kernel's UB manager: a positive integer count of bits, else ignored */
-    char *end;
-    errno = 0;
-    long long bits = strtoll(ascend, &end, 10);
-    if (!errno && !*end && bits / 8 >= min_ub && bits / 8 <= max_ub)
-      ub = bits / 8;
-    else
-      rt_log("ASCEND_UB_CAPACITY_BITS=\"%s\" ignored: not a bit count for %lld..%lld bytes", ascend,
-             (long long)min_ub, (long long)max_ub);
+    ub = cfg->ub_bytes > (size_t)INT64_MAX ? INT64_MAX : (int64_t)cfg->ub_bytes;
+    if (ug_check_ub(ub, "ubg_config.ub_bytes", err, sizeof err) < 0) return rt_fail(NULL, UBG_EINVAL, "%s", err);
+  } else {
+    bool ignored;
+    if (ug_ub_from_env(&ub, &ignored, err, sizeof err) < 0) return rt_fail(NULL, UBG_EINVAL, "%s", err);
+    if (ignored) rt_log("ASCEND_UB_CAPACITY_BITS=\"%s\" ignored: not a bit count for %lld..%lld bytes",
+                        getenv("ASCEND_UB_CAPACITY_BITS"), (long long)UG_MIN_UB_BYTES, (long long)UG_MAX_UB_BYTES);
   }
   ctx->ub_bytes = ub;
   ctx->budget.ub_bytes = ub;

@@ -24,7 +24,10 @@ static void add_embedded(const ubg_aot_table *t, void *ud) {
   }
 }
 
-static ubg_status load_pass(ubg_ctx *ctx, rt_pass *rp, const ug_pass *p) {
+/* AOT functions serve only a spec embedded in a registry: a spec from
+ * UBGEN_SPEC_PATH may come with its own templates, which the built-in code
+ * was not compiled from, even when the spec text is the same. */
+static ubg_status load_pass(ubg_ctx *ctx, rt_pass *rp, const ug_pass *p, bool from_aot) {
   rp->pass = p;
   for (int dt = 0; dt < UG_NDTYPES; dt++) {
     rp->forced[dt] = -1;
@@ -37,7 +40,7 @@ static ubg_status load_pass(ubg_ctx *ctx, rt_pass *rp, const ug_pass *p) {
     }
     rp->aot[dt] = calloc((size_t)rp->nvariants[dt] + 1, sizeof *rp->aot[dt]);
     if (!rp->aot[dt]) return rt_fail(NULL, UBG_ENOMEM, "out of memory");
-    if (ctx->backend == UBG_BACKEND_TCC || ctx->backend == UBG_BACKEND_GCC) continue;
+    if (!from_aot || ctx->backend == UBG_BACKEND_TCC || ctx->backend == UBG_BACKEND_GCC) continue;
     for (int i = 0; i < rp->nvariants[dt]; i++)
       rp->aot[dt][i] = rt_aot_lookup(rp->variants[dt][i].name, p->kernel->hash);
   }
@@ -79,7 +82,7 @@ ubg_status rt_kernels_load(ubg_ctx *ctx) {
       return rt_fail(NULL, UBG_ENOMEM, "out of memory");
     }
     for (int p = 0; p < rk->spec->npasses; p++) {
-      ubg_status s = load_pass(ctx, &rk->passes[p], &rk->spec->passes[p]);
+      ubg_status s = load_pass(ctx, &rk->passes[p], &rk->spec->passes[p], rk->from_aot);
       if (s) {
         ug_specset_free(&set);
         return s;

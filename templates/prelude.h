@@ -40,9 +40,13 @@ typedef union ubg_slot {
 #if defined(__GNUC__) && !defined(__TINYC__)
 #define UBG_INLINE static inline __attribute__((always_inline))
 #define UBG_RESTRICT __restrict__
+#define UBG_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+#define UBG_PREFETCH_W(p) __builtin_prefetch((p), 1, 3)
 #else
 #define UBG_INLINE static inline
 #define UBG_RESTRICT
+#define UBG_PREFETCH(p) ((void)(p))
+#define UBG_PREFETCH_W(p) ((void)(p))
 #endif
 
 UBG_INLINE ubg_i64 ubg_min(ubg_i64 a, ubg_i64 b) { return a < b ? a : b; }
@@ -127,6 +131,64 @@ UBG_INLINE float ubg_ld_f16(const void *p, ubg_i64 i) { return ubg_f16_to_f32(((
 UBG_INLINE void ubg_st_f32(void *p, ubg_i64 i, float v) { ((float *)p)[i] = v; }
 UBG_INLINE void ubg_st_bf16(void *p, ubg_i64 i, float v) { ((ubg_u16 *)p)[i] = ubg_f32_to_bf16(v); }
 UBG_INLINE void ubg_st_f16(void *p, ubg_i64 i, float v) { ((ubg_u16 *)p)[i] = ubg_f32_to_f16(v); }
+
+/* ---- 16-lane vectors for gcc with AVX512-BF16 (UBG_V16) ------------------
+ * The scalar functions above define every result. Where gcc targets a CPU
+ * with AVX512-BF16, kernels may also run 16 lanes at a time with these,
+ * which give the same bits: vcvtneps2bf16 rounds to nearest even and turns
+ * NaN into (bits >> 16) | 0x40 exactly as ubg_f32_to_bf16 does, and differs
+ * only on f32 subnormal inputs (it flushes them to zero). So every converting
+ * helper ORs the lanes holding an f32 subnormal into *sub (vfpclassps), and
+ * a kernel that sees *sub != 0 redoes those 16 lanes with the scalar code.
+ * gcc builtins on vector-extension types, not <immintrin.h>: parsing that
+ * header would cost every kernel 0.2 s of compile time. */
+#if defined(__GNUC__) && !defined(__TINYC__) && defined(__AVX512F__) && defined(__AVX512BF16__) && \
+    defined(__AVX512DQ__) && !defined(UBG_NO_V16)
+#define UBG_V16 1
+typedef float ubg_f32x16 __attribute__((vector_size(64)));
+typedef ubg_u32 ubg_u32x16 __attribute__((vector_size(64)));
+typedef short ubg_i16x16 __attribute__((vector_size(32)));
+typedef ubg_u16 ubg_u16x16 __attribute__((vector_size(32)));
+
+UBG_INLINE ubg_f32x16 ubg_v_ld(const float *p) {
+  ubg_f32x16 v;
+  __builtin_memcpy(&v, p, 64);
+  return v;
+}
+UBG_INLINE void ubg_v_st(float *p, ubg_f32x16 v) { __builtin_memcpy(p, &v, 64); }
+/* 16 bf16 at element i of p, as f32 (exact) */
+UBG_INLINE ubg_f32x16 ubg_v_ld_bf16(const void *p, ubg_i64 i) {
+  ubg_u16x16 h;
+  __builtin_memcpy(&h, (const ubg_u16 *)p + i, 32);
+  return (ubg_f32x16)(__builtin_convertvector(h, ubg_u32x16) << 16);
+}
+UBG_INLINE ubg_i16x16 ubg_v_to_bf16(ubg_f32x16 v, unsigned *sub) {
+  *sub |= __builtin_ia32_fpclassps512_mask(v, 0x20 /* denormal */, (unsigned short)0xffff);
+  return (ubg_i16x16)__builtin_ia32_cvtneps2bf16_v16sf(v);
+}
+UBG_INLINE ubg_f32x16 ubg_v_widen_bf16(ubg_i16x16 h) {
+  return (ubg_f32x16)(__builtin_convertvector((ubg_u16x16)h, ubg_u32x16) << 16);
+}
+/* ubg_rnd_bf16 on 16 lanes */
+UBG_INLINE ubg_f32x16 ubg_v_rnd_bf16(ubg_f32x16 v, unsigned *sub) { return ubg_v_widen_bf16(ubg_v_to_bf16(v, sub)); }
+/* 16 bf16 to element i of p */
+UBG_INLINE void ubg_v_st_bf16(void *p, ubg_i64 i, ubg_i16x16 h) { __builtin_memcpy((ubg_u16 *)p + i, &h, 32); }
+#endif
+
+/* Asks for bytes [0, n) of p to be brought into cache, to read (or, _w, to
+ * write): the CPU's version of an NPU kernel loading its next tile into a
+ * second UB buffer while it computes on the first. Kernels ask for a few
+ * lines at a time, spread over their work, since a burst larger than the
+ * core's miss buffers is partly dropped. A hint only; nothing for tcc. */
+enum { UBG_PF_CHUNK = 256 }; /* elements computed between two requests */
+UBG_INLINE void ubg_prefetch(const void *p, ubg_i64 n) {
+  ubg_i64 off;
+  for (off = 0; off < n; off += 64) UBG_PREFETCH((const ubg_u8 *)p + off);
+}
+UBG_INLINE void ubg_prefetch_w(void *p, ubg_i64 n) {
+  ubg_i64 off;
+  for (off = 0; off < n; off += 64) UBG_PREFETCH_W((ubg_u8 *)p + off);
+}
 
 /* ---- block-size independent reductions ----------------------------------
  * Element d of a row always goes to lane d % UBG_LANES, lanes are carried

@@ -1,0 +1,151 @@
+#include "harness.h"
+
+#include <jansson.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double bench_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double quantile(const double *t, int n, double q) {
+  double pos = q * (n - 1);
+  int lo = (int)pos;
+  int hi = lo + 1 < n ? lo + 1 : lo;
+  return t[lo] + (t[hi] - t[lo]) * (pos - lo);
+}
+
+bench_stats bench_percentiles(double *t, int n) {
+  qsort(t, (size_t)n, sizeof *t, cmp_double);
+  bench_stats s = {quantile(t, n, 0.2), quantile(t, n, 0.5), quantile(t, n, 0.8)};
+  return s;
+}
+
+void bench_interleaved(bench_fn *fns, void **args, int nfn, int reps, double min_seconds, double **times) {
+  int inner[16];
+  for (int f = 0; f < nfn; f++) {
+    /* warm up (page faults, caches, OpenMP team) and size the inner loop */
+    double t0 = bench_now();
+    fns[f](args[f]);
+    fns[f](args[f]);
+    double one = (bench_now() - t0) / 2;
+    inner[f] = one >= min_seconds ? 1 : (int)(min_seconds / (one > 1e-9 ? one : 1e-9)) + 1;
+    if (inner[f] > 10000) inner[f] = 10000;
+  }
+  for (int r = 0; r < reps; r++) {
+    for (int f = 0; f < nfn; f++) {
+      double t0 = bench_now();
+      for (int k = 0; k < inner[f]; k++) fns[f](args[f]);
+      times[f][r] = (bench_now() - t0) / inner[f];
+    }
+  }
+}
+
+void bench_copy1(void *arg) {
+  bench_copy_args *c = arg;
+  const uint64_t *src = c->a;
+  uint64_t *dst = c->dst;
+  int64_t n = (int64_t)(c->n / 8);
+#pragma omp parallel for num_threads(c->nthreads) schedule(static)
+  for (int64_t i = 0; i < n; i++) dst[i] = src[i];
+}
+
+void bench_copy2(void *arg) {
+  bench_copy_args *c = arg;
+  const uint64_t *a = c->a, *b = c->b;
+  uint64_t *dst = c->dst;
+  int64_t n = (int64_t)(c->n / 8);
+#pragma omp parallel for num_threads(c->nthreads) schedule(static)
+  for (int64_t i = 0; i < n; i++) dst[i] = a[i] ^ b[i];
+}
+
+struct bench_json {
+  json_t *arr;
+};
+
+bench_json *bench_json_new(void) {
+  bench_json *j = malloc(sizeof *j);
+  if (j) j->arr = json_array();
+  return j;
+}
+
+const char *bench_cpu_name(void) {
+  static char name[256];
+  if (name[0]) return name;
+  snprintf(name, sizeof name, "cpu");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return name;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10) == 0) {
+      char *colon = strchr(line, ':');
+      if (colon) {
+        snprintf(name, sizeof name, "%s", colon + 2);
+        name[strcspn(name, "\n")] = '\0';
+      }
+      break;
+    }
+  }
+  fclose(f);
+  size_t len = strlen(name);
+  snprintf(name + len, sizeof name - len, " (%d threads)", omp_get_max_threads());
+  return name;
+}
+
+void bench_json_add(bench_json *j, const char *kernel, const char *provider, const char *mode, const char *metric,
+                    const char *unit, const char *x_name, const char *x_label, const double *x, int n,
+                    const bench_stats *y, const char *extra_config) {
+  json_t *xs = json_array(), *y50 = json_array(), *y20 = json_array(), *y80 = json_array();
+  for (int i = 0; i < n; i++) {
+    json_array_append_new(xs, json_real(x[i]));
+    json_array_append_new(y50, json_real(y[i].p50));
+    json_array_append_new(y20, json_real(y[i].p20));
+    json_array_append_new(y80, json_real(y[i].p80));
+  }
+  char stamp[64];
+  time_t now = time(NULL);
+  strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", gmtime(&now));
+  json_array_append_new(
+      j->arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:s, s:s, s:s}", "kernel_name",
+                        kernel, "kernel_provider", provider, "kernel_operation_mode", mode, "metric_name", metric,
+                        "metric_unit", unit, "gpu_name", bench_cpu_name(), "x_name", x_name, "x_label", x_label,
+                        "x_values", xs, "y_values_50", y50, "y_values_20", y20, "y_values_80", y80,
+                        "extra_benchmark_config_str", extra_config, "timestamp", stamp, "liger_version",
+                        "ubgen-0.1.0"));
+}
+
+int bench_json_write(bench_json *j, const char *path) {
+  if (!path) return 0;
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  if (json_dump_file(j->arr, tmp, JSON_INDENT(2)) != 0) return -1;
+  return rename(tmp, path);
+}
+
+void bench_json_free(bench_json *j) {
+  if (!j) return;
+  json_decref(j->arr);
+  free(j);
+}
+
+const char *bench_out_path(int argc, char **argv) {
+  for (int i = 1; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--out")) return argv[i + 1];
+  return NULL;
+}
+
+int bench_reps(int argc, char **argv, int dflt) {
+  for (int i = 1; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--reps")) return atoi(argv[i + 1]) > 0 ? atoi(argv[i + 1]) : dflt;
+  return dflt;
+}

@@ -1,0 +1,52 @@
+/* Benchmark plumbing: timing with warm-up and interleaved repetitions,
+ * percentiles, the parallel-copy baseline, and Liger-Kernel's benchmark JSON
+ * (kernel_name, kernel_provider, metric_name, metric_unit, x_name, x_values,
+ * y_values_50/20/80, extra_benchmark_config_str, ...). */
+#ifndef UBG_BENCH_HARNESS_H
+#define UBG_BENCH_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+double bench_now(void); /* seconds, monotonic */
+
+/* The percentiles of a set of times (sorted in place). */
+typedef struct {
+  double p20, p50, p80;
+} bench_stats;
+bench_stats bench_percentiles(double *t, int n);
+
+/* Runs each of nfn functions reps times, interleaved (f0 f1 f2 f0 f1 f2 ...)
+ * after warm-up, so drift in clock or memory state does not favour one of
+ * them; times[f][r] in seconds. Each repetition lasts at least min_seconds
+ * (the function is repeated inside it and the mean taken). */
+typedef void (*bench_fn)(void *arg);
+void bench_interleaved(bench_fn *fns, void **args, int nfn, int reps, double min_seconds, double **times);
+
+/* The same bytes a kernel moves, moved by a plain OpenMP loop:
+ * dst[i] = src[i] (1 read stream, 1 write) or dst[i] = a[i] ^ b[i]
+ * (2 reads, 1 write), over n bytes per stream, on nthreads threads. */
+typedef struct {
+  const void *a, *b;
+  void *dst;
+  size_t n;
+  int nthreads;
+} bench_copy_args;
+void bench_copy1(void *arg);
+void bench_copy2(void *arg);
+
+/* Liger-Kernel benchmark data (benchmark/scripts/utils.py BenchmarkData) */
+typedef struct bench_json bench_json;
+bench_json *bench_json_new(void);
+void bench_json_add(bench_json *j, const char *kernel, const char *provider, const char *mode, const char *metric,
+                    const char *unit, const char *x_name, const char *x_label, const double *x, int n,
+                    const bench_stats *y, const char *extra_config);
+int bench_json_write(bench_json *j, const char *path); /* 0 ok */
+void bench_json_free(bench_json *j);
+
+const char *bench_cpu_name(void);
+/* --out FILE from argv, or NULL */
+const char *bench_out_path(int argc, char **argv);
+int bench_reps(int argc, char **argv, int dflt); /* --reps N */
+
+#endif

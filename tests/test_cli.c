@@ -1,0 +1,1161 @@
+/* The `ubgen` command line (DESIGN.md "Command line"): exit statuses
+ * (0 ok, 1 a check failed, 2 bad usage or input), list/plan/emit/check output,
+ * emit's incremental writes and its all-or-nothing behaviour on bad input,
+ * and user spec directories.
+ *
+ * Every test runs build/bin/ubgen through the shell with stdout and stderr
+ * captured to files in its own mkdtemp directory. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- running ubgen ------------------------------------------------------------ */
+
+static char scratch[256]; /* this test's temporary directory */
+
+static void cli_setup(void) {
+  /* nothing from the caller's environment may change what ubgen sees */
+  unsetenv("UBGEN_SPEC_PATH");
+  unsetenv("UBGEN_DATA_DIR");
+  unsetenv("UBGEN_UB_BYTES");
+  unsetenv("ASCEND_UB_CAPACITY_BITS");
+  unsetenv("UBGEN_BACKEND");
+  unsetenv("UBGEN_LOG");
+  unsetenv("UBGEN_TUNING_DB");
+  snprintf(scratch, sizeof scratch, "/tmp/ubgen_test_cli_XXXXXX");
+  cr_assert_not_null(mkdtemp(scratch), "mkdtemp: %s", strerror(errno));
+  char cache[300];
+  snprintf(cache, sizeof cache, "%s/cache", scratch);
+  setenv("UBGEN_CACHE_DIR", cache, 1);
+}
+
+static void cli_teardown(void) {
+  if (strncmp(scratch, "/tmp/ubgen_test_cli_", 20) == 0) {
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
+    if (system(cmd) != 0) cr_log_warn("could not remove %s", scratch);
+  }
+}
+
+TestSuite(cli, .init = cli_setup, .fini = cli_teardown, .timeout = 60);
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap);
+  size_t got;
+  while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+    n += got;
+    if (cap - n - 1 == 0) {
+      cap *= 2;
+      buf = realloc(buf, cap);
+    }
+  }
+  fclose(f);
+  if (buf) buf[n] = '\0';
+  return buf;
+}
+
+typedef struct {
+  int status; /* exit status, or -1 when killed by a signal */
+  char *out, *err;
+} run_result;
+
+static void run_free(run_result *r) {
+  free(r->out);
+  free(r->err);
+  memset(r, 0, sizeof *r);
+}
+
+/* runs `ubgen ARGS` (ARGS is shell text; our paths have no spaces) */
+static run_result ubgen(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static run_result ubgen(const char *fmt, ...) {
+  char args[4096], cmd[8192], out[400], err[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  snprintf(out, sizeof out, "%s/stdout", scratch);
+  snprintf(err, sizeof err, "%s/stderr", scratch);
+  snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s' </dev/null", UBGEN_BIN, args, out, err);
+  int st = system(cmd);
+  run_result r;
+  r.status = st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  cr_assert_not_null(r.out);
+  cr_assert_not_null(r.err);
+  unlink(out);
+  unlink(err);
+  return r;
+}
+
+#define assert_status(r, want)                                                                                         \
+  cr_assert_eq((r).status, (want), "exit status %d, want %d\n--- stdout:\n%.2000s\n--- stderr:\n%.2000s", (r).status,  \
+               (want), (r).out, (r).err)
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "wb");
+  cr_assert_not_null(f, "cannot write %s: %s", path, strerror(errno));
+  cr_assert_eq(fwrite(text, 1, strlen(text), f), strlen(text));
+  cr_assert_eq(fclose(f), 0);
+}
+
+static char *path_in(const char *dir, const char *name) {
+  char *p = malloc(strlen(dir) + strlen(name) + 2);
+  sprintf(p, "%s/%s", dir, name);
+  return p;
+}
+
+static bool exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+static int cmp_strp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* the entries of a directory (without . and ..), sorted; -1 if it cannot be opened */
+static int list_dir(const char *dir, char ***names) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0, cap = 64;
+  char **v = malloc(cap * sizeof *v);
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    if (n == cap) v = realloc(v, (cap *= 2) * sizeof *v);
+    v[n++] = strdup(e->d_name);
+  }
+  closedir(d);
+  qsort(v, n, sizeof *v, cmp_strp);
+  *names = v;
+  return n;
+}
+
+static void free_names(char **v, int n) {
+  for (int i = 0; i < n; i++) free(v[i]);
+  free(v);
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* the line of text that contains needle (copied), or NULL */
+static char *line_with(const char *text, const char *needle) {
+  const char *p = strstr(text, needle);
+  if (!p) return NULL;
+  const char *b = p, *e = p;
+  while (b > text && b[-1] != '\n') b--;
+  while (*e && *e != '\n') e++;
+  return strndup(b, (size_t)(e - b));
+}
+
+/* the last non-empty line */
+static char *last_line(const char *text) {
+  size_t n = strlen(text);
+  while (n > 0 && text[n - 1] == '\n') n--;
+  size_t b = n;
+  while (b > 0 && text[b - 1] != '\n') b--;
+  return strndup(text + b, n - b);
+}
+
+static json_t *parse_json(const char *text) {
+  json_error_t e;
+  json_t *j = json_loads(text, 0, &e);
+  cr_assert_not_null(j, "output is not JSON: %s at line %d column %d\n%.1000s", e.text, e.line, e.column, text);
+  return j;
+}
+
+/* ---- text listing of `ubgen list` ---------------------------------------------- */
+
+typedef struct {
+  int rows, fit;           /* variant rows seen, and those marked "yes" */
+  int total, total_fit;    /* the final "N variants, M fit the budget" line */
+  int rows_other_prefix;   /* rows whose variant does not start with the prefix */
+} listing;
+
+static listing parse_listing(const char *text, const char *prefix) {
+  listing l = {0};
+  char *copy = strdup(text), *save = NULL;
+  for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    char name[200], rest[200];
+    long long fp;
+    /* a variant row: "  <name> <footprint> yes|no (over budget)" */
+    if (line[0] == ' ' && sscanf(line, " %199s %lld %199[^\n]", name, &fp, rest) == 3 && strchr(name, '_')) {
+      l.rows++;
+      if (!strcmp(rest, "yes")) l.fit++;
+      else cr_assert(!strncmp(rest, "no", 2), "row neither yes nor no: %s", line);
+      if (strncmp(name, prefix, strlen(prefix))) l.rows_other_prefix++;
+    }
+  }
+  free(copy);
+  char *last = last_line(text);
+  cr_assert_eq(sscanf(last, "%d variants, %d fit the budget", &l.total, &l.total_fit), 2,
+               "last line is not \"N variants, M fit the budget\": %s", last);
+  free(last);
+  return l;
+}
+
+/* ---- help, unknown command, commands not in this build --------------------------- */
+
+Test(cli, help_exits_0_and_names_the_commands) {
+  run_result r = ubgen("help");
+  assert_status(r, 0);
+  cr_assert(strstr(r.out, "usage: ubgen"), "%s", r.out);
+  cr_assert(strstr(r.out, "list"));
+  cr_assert(strstr(r.out, "plan"));
+  cr_assert(strstr(r.out, "emit"));
+  cr_assert(strstr(r.out, "check"));
+  cr_assert_str_empty(r.err);
+  run_free(&r);
+}
+
+Test(cli, unknown_command_exits_2) {
+  run_result r = ubgen("frobnicate");
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "frobnicate"), "the message names the command: %s", r.err);
+  cr_assert(strstr(r.err, "ubgen: "), "%s", r.err);
+  run_free(&r);
+  r = ubgen("%s", "");
+  assert_status(r, 2); /* no command at all */
+  run_free(&r);
+}
+
+Test(cli, tune_is_not_in_this_build) {
+  run_result r = ubgen("tune");
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "tune"), "%s", r.err);
+  cr_assert_str_empty(r.out);
+  run_free(&r);
+}
+
+Test(cli, unknown_option_exits_2) {
+  run_result r = ubgen("list --frob 3");
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "--frob"), "%s", r.err);
+  cr_assert_str_empty(r.out);
+  run_free(&r);
+}
+
+/* ---- list -------------------------------------------------------------------------- */
+
+Test(cli, list_rms_norm_rows_and_summary_agree) {
+  run_result r = ubgen("list --kernel rms_norm");
+  assert_status(r, 0);
+  cr_assert_str_empty(r.err, "no progress line when stderr is not a terminal: %s", r.err);
+  char *row = line_with(r.out, "rms_norm_fwd_bf16_d4096_m1_n ");
+  cr_assert_not_null(row, "rms_norm_fwd_bf16_d4096_m1_n is listed");
+  char name[200], fits[64];
+  long long fp;
+  cr_assert_eq(sscanf(row, " %199s %lld %63s", name, &fp, fits), 3, "%s", row);
+  cr_assert_eq(fp, 32768, "footprint of %s: two f32 buffers of 4096: %s", name, row);
+  cr_assert_str_eq(fits, "yes", "%s", row);
+  free(row);
+  listing l = parse_listing(r.out, "rms_norm_");
+  cr_assert_gt(l.rows, 0);
+  cr_assert_eq(l.total, l.rows, "summary says %d variants, %d rows listed", l.total, l.rows);
+  cr_assert_eq(l.total_fit, l.fit, "summary says %d fit, %d rows say yes", l.total_fit, l.fit);
+  cr_assert_lt(l.fit, l.rows, "the d65536 variants cannot fit 192 KiB");
+  cr_assert_gt(l.fit, 0);
+  cr_assert_eq(l.rows_other_prefix, 0, "--kernel rms_norm lists only rms_norm variants");
+  /* both passes and all three dtypes */
+  cr_assert(strstr(r.out, "rms_norm_bwd_f32_d4096_m1_n "));
+  cr_assert(strstr(r.out, "rms_norm_fwd_f16_d1024_m2_n "));
+  /* a variant that cannot fit is listed as such: 65536 * 4 bytes * 2 buffers */
+  row = line_with(r.out, "rms_norm_fwd_f32_d65536_m1_t ");
+  cr_assert_not_null(row);
+  cr_assert(strstr(row, "524288") && strstr(row, "no"), "%s", row);
+  free(row);
+  run_free(&r);
+}
+
+Test(cli, list_dtype_filters_rows) {
+  run_result all = ubgen("list --kernel rms_norm");
+  run_result f32 = ubgen("list --kernel rms_norm --dtype f32");
+  assert_status(all, 0);
+  assert_status(f32, 0);
+  listing la = parse_listing(all.out, "rms_norm_"), lf = parse_listing(f32.out, "rms_norm_");
+  cr_assert_eq(lf.total, lf.rows);
+  cr_assert_eq(lf.total * 3, la.total, "one third of the variants are f32 (%d of %d)", lf.total, la.total);
+  cr_assert_null(strstr(f32.out, "_bf16_"));
+  cr_assert_null(strstr(f32.out, "_f16_"));
+  run_free(&all);
+  run_free(&f32);
+}
+
+Test(cli, list_unknown_kernel_exits_2) {
+  run_result r = ubgen("list --kernel nope");
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "nope"), "%s", r.err);
+  run_free(&r);
+}
+
+static void check_list_json(const char *text, long long ub_bytes, int *n, int *nfit) {
+  json_t *root = parse_json(text);
+  cr_assert_eq(json_integer_value(json_object_get(root, "ub_bytes")), ub_bytes);
+  json_t *vs = json_object_get(root, "variants");
+  cr_assert(json_is_array(vs), "\"variants\" is an array");
+  size_t i;
+  json_t *v;
+  *n = 0;
+  *nfit = 0;
+  bool seen = false;
+  long long want_usable = (long long)(ub_bytes * 0.9); /* floor: DESIGN.md "UB model" */
+  json_array_foreach(vs, i, v) {
+    json_t *fp = json_object_get(v, "footprint"), *us = json_object_get(v, "usable"), *fits = json_object_get(v, "fits");
+    const char *name = json_string_value(json_object_get(v, "variant"));
+    cr_assert_not_null(name);
+    cr_assert(json_is_integer(fp) && json_is_integer(us) && json_is_boolean(fits), "entry %zu of %s", i, name);
+    cr_assert_eq(json_integer_value(us), want_usable, "usable of %s", name);
+    cr_assert_gt(json_integer_value(fp), 0);
+    bool f = json_integer_value(fp) <= json_integer_value(us);
+    cr_assert_eq(json_is_true(fits), f, "%s: footprint %lld, usable %lld, fits %d", name,
+                 (long long)json_integer_value(fp), (long long)json_integer_value(us), json_is_true(fits));
+    cr_assert_str_eq(json_string_value(json_object_get(v, "kernel")), "rms_norm");
+    if (!strcmp(name, "rms_norm_fwd_bf16_d4096_m1_n")) {
+      seen = true;
+      cr_assert_eq(json_integer_value(fp), 32768);
+      cr_assert_str_eq(json_string_value(json_object_get(v, "dtype")), "bf16");
+      cr_assert_str_eq(json_string_value(json_object_get(v, "pass")), "fwd");
+    }
+    (*n)++;
+    *nfit += f;
+  }
+  cr_assert(seen, "rms_norm_fwd_bf16_d4096_m1_n is in the JSON list");
+  json_decref(root);
+}
+
+Test(cli, list_json_agrees_with_the_text_listing) {
+  run_result t = ubgen("list --kernel rms_norm");
+  run_result j = ubgen("list --kernel rms_norm --json");
+  assert_status(t, 0);
+  assert_status(j, 0);
+  listing l = parse_listing(t.out, "rms_norm_");
+  int n, nfit;
+  check_list_json(j.out, 196608, &n, &nfit);
+  cr_assert_eq(n, l.total);
+  cr_assert_eq(nfit, l.total_fit);
+  run_free(&t);
+  run_free(&j);
+}
+
+Test(cli, list_smaller_ub_fits_fewer) {
+  run_result d = ubgen("list --kernel rms_norm");
+  run_result s = ubgen("list --kernel rms_norm --ub 64KiB");
+  run_result sj = ubgen("list --kernel rms_norm --ub 64KiB --json");
+  assert_status(d, 0);
+  assert_status(s, 0);
+  assert_status(sj, 0);
+  listing ld = parse_listing(d.out, "rms_norm_"), ls = parse_listing(s.out, "rms_norm_");
+  cr_assert_eq(ls.total, ld.total, "the budget does not change which variants exist");
+  cr_assert_lt(ls.total_fit, ld.total_fit, "64 KiB: %d fit, 192 KiB: %d fit", ls.total_fit, ld.total_fit);
+  cr_assert_eq(ls.total_fit, ls.fit);
+  cr_assert(strstr(s.out, "58982"), "usable = floor(65536 * 0.9) = 58982 is shown");
+  int n, nfit;
+  check_list_json(sj.out, 65536, &n, &nfit);
+  cr_assert_eq(nfit, ls.total_fit);
+  /* 32768 bytes still fits 58982, bwd's 65536 does not */
+  char *row = line_with(s.out, "rms_norm_bwd_bf16_d4096_m1_n ");
+  cr_assert(row && strstr(row, "no"), "%s", row ? row : "(missing)");
+  free(row);
+  row = line_with(s.out, "rms_norm_fwd_bf16_d4096_m1_n ");
+  cr_assert(row && strstr(row, "yes"), "%s", row ? row : "(missing)");
+  free(row);
+  run_free(&d);
+  run_free(&s);
+  run_free(&sj);
+}
+
+Test(cli, ub_size_suffixes) {
+  static const struct {
+    const char *text;
+    long long bytes;
+  } sizes[] = {{"65536", 65536}, {"64KiB", 65536}, {"64K", 65536}, {"1MiB", 1048576}, {"1M", 1048576},
+               {"192KiB", 196608}};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    run_result r = ubgen("list --kernel rms_norm --ub %s --json", sizes[i].text);
+    assert_status(r, 0);
+    json_t *j = parse_json(r.out);
+    cr_assert_eq(json_integer_value(json_object_get(j, "ub_bytes")), sizes[i].bytes, "--ub %s", sizes[i].text);
+    json_decref(j);
+    run_free(&r);
+  }
+}
+
+Test(cli, bad_ub_size_exits_2_naming_the_option) {
+  static const char *bad[] = {"12q", "0", "-5", "1.5KiB", "KiB", "99999999999999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    run_result r = ubgen("list --kernel rms_norm --ub '%s'", bad[i]);
+    assert_status(r, 2);
+    cr_assert(strstr(r.err, "--ub"), "message names --ub for \"%s\": %s", bad[i], r.err);
+    cr_assert_str_empty(r.out, "nothing listed for --ub %s", bad[i]);
+    run_free(&r);
+  }
+  run_result r = ubgen("list --kernel rms_norm --ub 12q");
+  cr_assert(strstr(r.err, "12q"), "the message quotes the value: %s", r.err);
+  run_free(&r);
+}
+
+/* ---- plan ---------------------------------------------------------------------------- */
+
+static long long offset_of(const char *out, const char *buffer) {
+  char key[64];
+  snprintf(key, sizeof key, "  %s ", buffer);
+  char *line = line_with(out, key);
+  cr_assert_not_null(line, "layout line of %s in:\n%s", buffer, out);
+  const char *o = strstr(line, "offset");
+  cr_assert_not_null(o, "%s", line);
+  long long v = strtoll(o + 6, NULL, 10);
+  free(line);
+  return v;
+}
+
+Test(cli, plan_bf16_4096_chooses_the_whole_row_variant) {
+  run_result r = ubgen("plan rms_norm.fwd --dtype bf16 --shape rows=2048,cols=4096");
+  assert_status(r, 0);
+  char *choice = line_with(r.out, "choice");
+  cr_assert_not_null(choice, "%s", r.out);
+  cr_assert(strstr(choice, "rms_norm_fwd_bf16_d4096_m1_n"), "%s", choice);
+  free(choice);
+  char *layout = line_with(r.out, "UB layout");
+  cr_assert(layout && strstr(layout, "32768"), "layout header with the footprint: %s", layout ? layout : r.out);
+  free(layout);
+  cr_assert_eq(offset_of(r.out, "x_tile"), 0);
+  cr_assert_eq(offset_of(r.out, "w_tile"), 16384);
+  cr_assert(strstr(r.out, "176947"), "the usable budget is shown");
+  cr_assert_str_empty(r.err);
+  run_free(&r);
+}
+
+Test(cli, plan_json_has_variant_why_and_layout) {
+  run_result r = ubgen("plan rms_norm.fwd --dtype bf16 --shape rows=2048,cols=4096 --json");
+  assert_status(r, 0);
+  json_t *j = parse_json(r.out);
+  cr_assert_str_eq(json_string_value(json_object_get(j, "variant")), "rms_norm_fwd_bf16_d4096_m1_n");
+  const char *why = json_string_value(json_object_get(j, "why"));
+  cr_assert(why && strlen(why) > 10, "\"why\" explains the choice");
+  cr_assert(strstr(why, "4096"), "why: %s", why);
+  cr_assert_eq(json_integer_value(json_object_get(j, "footprint")), 32768);
+  cr_assert_eq(json_integer_value(json_object_get(j, "usable")), 176947);
+  json_t *layout = json_object_get(j, "layout");
+  cr_assert_eq(json_array_size(layout), 2);
+  cr_assert_str_eq(json_string_value(json_object_get(json_array_get(layout, 0), "name")), "x_tile");
+  cr_assert_eq(json_integer_value(json_object_get(json_array_get(layout, 0), "offset")), 0);
+  cr_assert_eq(json_integer_value(json_object_get(json_array_get(layout, 0), "bytes")), 16384);
+  cr_assert_str_eq(json_string_value(json_object_get(json_array_get(layout, 1), "name")), "w_tile");
+  cr_assert_eq(json_integer_value(json_object_get(json_array_get(layout, 1), "offset")), 16384);
+  /* the candidate list names the chosen variant exactly once */
+  json_t *vs = json_object_get(j, "variants"), *v;
+  size_t i;
+  int chosen = 0;
+  json_array_foreach(vs, i, v) {
+    const char *st = json_string_value(json_object_get(v, "status"));
+    if (st && strstr(st, "chosen")) {
+      chosen++;
+      cr_assert_str_eq(json_string_value(json_object_get(v, "variant")), "rms_norm_fwd_bf16_d4096_m1_n");
+    }
+  }
+  cr_assert_eq(chosen, 1);
+  json_decref(j);
+  run_free(&r);
+}
+
+Test(cli, plan_f32_32768_picks_a_tiled_variant) {
+  run_result r = ubgen("plan rms_norm.fwd --dtype f32 --shape rows=2048,cols=32768 --json");
+  assert_status(r, 0);
+  json_t *j = parse_json(r.out);
+  const char *v = json_string_value(json_object_get(j, "variant"));
+  cr_assert_not_null(v);
+  cr_assert(ends_with(v, "_t"), "a row of 32768 f32 (256 KiB with w) cannot be held whole: %s", v);
+  /* default strategy: the largest power-of-two BLOCK_D that fits: 2 * 16384 * 4 = 128 KiB <= 176947 */
+  cr_assert_str_eq(v, "rms_norm_fwd_f32_d16384_m1_t");
+  cr_assert_leq(json_integer_value(json_object_get(j, "footprint")), json_integer_value(json_object_get(j, "usable")));
+  json_decref(j);
+  run_free(&r);
+  /* the text form says the same */
+  r = ubgen("plan rms_norm.fwd --dtype f32 --shape rows=2048,cols=32768");
+  assert_status(r, 0);
+  char *choice = line_with(r.out, "choice");
+  cr_assert(choice && strstr(choice, "rms_norm_fwd_f32_d16384_m1_t"), "%s", r.out);
+  free(choice);
+  run_free(&r);
+}
+
+/* docs/cli.md: plan exits 1 when no variant fits */
+Test(cli, plan_with_nothing_fitting_exits_1) {
+  /* usable floor(1024 x 0.1) = 102 bytes, below the smallest footprint (128) */
+  run_result r = ubgen("plan rms_norm.fwd --dtype f32 --shape rows=1,cols=4096 --ub 1024 --margin 0.1 --json");
+  assert_status(r, 1);
+  json_t *j = parse_json(r.out);
+  cr_assert(json_is_null(json_object_get(j, "variant")), "no variant is chosen");
+  cr_assert_eq(json_integer_value(json_object_get(j, "usable")), 102);
+  const char *why = json_string_value(json_object_get(j, "why"));
+  cr_assert(why && strstr(why, "fit"), "why: %s", why ? why : "(none)");
+  json_decref(j);
+  run_free(&r);
+}
+
+Test(cli, plan_bad_shapes_exit_2) {
+  static const struct {
+    const char *shape, *named;
+  } bad[] = {
+      {"rows=2048", "cols"},             /* a shape name missing */
+      {"cols=4096", "rows"},
+      {"rows=2,cols=4,bogus=3", "bogus"}, /* unknown name */
+      {"rows=2,cols=x", "cols"},         /* not an integer */
+      {"rows=2,cols=4.5", "cols"},
+      {"rows=2,cols=", "cols"},
+      {"rows=2,cols=99999999999999999999999", "cols"},
+      {"rows=2,cols=0", "cols"},         /* below min 1 */
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    run_result r = ubgen("plan rms_norm.fwd --dtype f32 --shape '%s'", bad[i].shape);
+    assert_status(r, 2);
+    cr_assert(strstr(r.err, bad[i].named), "--shape %s: the message names %s: %s", bad[i].shape, bad[i].named, r.err);
+    cr_assert_str_empty(r.out, "--shape %s", bad[i].shape);
+    run_free(&r);
+  }
+  run_result r = ubgen("plan rms_norm.fwd --dtype f32");
+  assert_status(r, 2);
+  run_free(&r);
+}
+
+Test(cli, plan_bad_kernel_pass_exits_2) {
+  run_result r = ubgen("plan nope.fwd --dtype f32 --shape rows=1,cols=1");
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "nope"), "%s", r.err);
+  cr_assert_str_empty(r.out);
+  run_free(&r);
+  r = ubgen("plan rms_norm.sideways --dtype f32 --shape rows=1,cols=1");
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "rms_norm") && strstr(r.err, "sideways"), "%s", r.err);
+  cr_assert(strstr(r.err, "fwd"), "lists the passes there are: %s", r.err);
+  run_free(&r);
+  r = ubgen("plan rms_norm --dtype f32 --shape rows=1,cols=1");
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "rms_norm"), "%s", r.err);
+  run_free(&r);
+  r = ubgen("plan rms_norm.fwd --dtype f64 --shape rows=1,cols=1");
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "f64"), "%s", r.err);
+  run_free(&r);
+}
+
+/* ---- emit ---------------------------------------------------------------------------- */
+
+typedef struct {
+  int written, unchanged, removed;
+} emit_stats;
+
+static emit_stats parse_emit(const char *err) {
+  emit_stats s = {-1, -1, -1};
+  const char *p = strstr(err, "files written");
+  cr_assert_not_null(p, "no \"(N files written, M unchanged, K removed)\" in: %s", err);
+  while (p > err && p[-1] != '(') p--;
+  cr_assert_eq(sscanf(p, "%d files written, %d unchanged, %d removed)", &s.written, &s.unchanged, &s.removed), 3,
+               "%s", err);
+  return s;
+}
+
+/* the names of the fitting variants of rms_norm in dtype, from `list --json` */
+static int fitting_variants(const char *dtype, char ***names) {
+  run_result r = ubgen("list --kernel rms_norm --dtype %s --json", dtype);
+  assert_status(r, 0);
+  json_t *root = parse_json(r.out), *v;
+  size_t i;
+  int n = 0;
+  char **out = malloc((json_array_size(json_object_get(root, "variants")) + 1) * sizeof *out);
+  json_array_foreach(json_object_get(root, "variants"), i, v) if (json_is_true(json_object_get(v, "fits")))
+      out[n++] = strdup(json_string_value(json_object_get(v, "variant")));
+  qsort(out, n, sizeof *out, cmp_strp);
+  json_decref(root);
+  run_free(&r);
+  *names = out;
+  return n;
+}
+
+static long long listed_footprint(const char *variant) {
+  run_result r = ubgen("list --kernel rms_norm --json");
+  json_t *root = parse_json(r.out), *v;
+  size_t i;
+  long long fp = -1;
+  json_array_foreach(json_object_get(root, "variants"), i, v) if (!strcmp(
+      json_string_value(json_object_get(v, "variant")), variant)) fp = json_integer_value(json_object_get(v, "footprint"));
+  json_decref(root);
+  run_free(&r);
+  return fp;
+}
+
+/* DIR holds exactly the variant files of `want`, the registry, the header and the MANIFEST,
+ * and MANIFEST lists exactly the others */
+static void check_emitted(const char *dir, char **want, int nwant) {
+  char **names;
+  int n = list_dir(dir, &names);
+  cr_assert_eq(n, nwant + 3, "%s holds %d entries, want %d variants + 3", dir, n, nwant);
+  int nc = 0;
+  for (int i = 0; i < n; i++) {
+    if (!strcmp(names[i], "MANIFEST") || !strcmp(names[i], "ubg_aot_main_registry.c") ||
+        !strcmp(names[i], "ubg_aot_main_kernels.h"))
+      continue;
+    cr_assert(ends_with(names[i], ".c"), "unexpected file %s", names[i]);
+    char v[256];
+    snprintf(v, sizeof v, "%.*s", (int)strlen(names[i]) - 2, names[i]);
+    cr_assert_not_null(bsearch(&(const char *){v}, want, nwant, sizeof *want, cmp_strp), "%s was not asked for", v);
+    nc++;
+  }
+  cr_assert_eq(nc, nwant);
+  char *reg = path_in(dir, "ubg_aot_main_registry.c"), *hdr = path_in(dir, "ubg_aot_main_kernels.h");
+  cr_assert(exists(reg) && exists(hdr));
+  /* the registry names every variant */
+  char *rt = slurp(reg);
+  for (int i = 0; i < nwant; i++) cr_assert(strstr(rt, want[i]), "registry lacks %s", want[i]);
+  free(rt);
+  free(reg);
+  free(hdr);
+  /* MANIFEST: comment lines, then one file name a line: every file but itself */
+  char *mp = path_in(dir, "MANIFEST");
+  char *m = slurp(mp);
+  cr_assert_not_null(m);
+  int listed = 0;
+  char *save = NULL;
+  for (char *line = strtok_r(m, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    if (line[0] == '#') continue;
+    cr_assert_not_null(bsearch(&(const char *){line}, names, n, sizeof *names, cmp_strp), "MANIFEST lists %s", line);
+    listed++;
+  }
+  cr_assert_eq(listed, n - 1, "MANIFEST lists %d files of %d", listed, n - 1);
+  free(m);
+  free(mp);
+  free_names(names, n);
+}
+
+Test(cli, emit_writes_variants_registry_and_manifest_incrementally) {
+  char *out = path_in(scratch, "out");
+  char **f32;
+  int nf32 = fitting_variants("f32", &f32);
+  cr_assert_gt(nf32, 10);
+
+  run_result r = ubgen("emit --out %s --kernel rms_norm --dtype f32", out);
+  assert_status(r, 0);
+  emit_stats s = parse_emit(r.err);
+  cr_assert_eq(s.written, nf32 + 3, "%s", r.err);
+  cr_assert_eq(s.unchanged, 0);
+  cr_assert_eq(s.removed, 0);
+  run_free(&r);
+  check_emitted(out, f32, nf32);
+
+  /* every variant file: the header comment names variant, layout, footprint and spec */
+  for (int i = 0; i < nf32; i++) {
+    char fn[300];
+    snprintf(fn, sizeof fn, "%s/%s.c", out, f32[i]);
+    char *t = slurp(fn);
+    cr_assert_not_null(t, "%s", fn);
+    cr_assert(!strncmp(t, "/* Generated by ubgen", 21), "%s starts with: %.60s", fn, t);
+    const char *end = strstr(t, "*/");
+    cr_assert_not_null(end);
+    char *head = strndup(t, (size_t)(end - t));
+    cr_assert(strstr(head, f32[i]), "%s: header names the variant", fn);
+    cr_assert(strstr(head, "UB layout"), "%s: header has the UB layout", fn);
+    cr_assert(strstr(head, "footprint"), "%s", fn);
+    cr_assert(strstr(head, "rms_norm.json"), "%s: header names the spec", fn);
+    cr_assert(strstr(head, "x_tile") && strstr(head, "w_tile"), "%s: header lists the buffers", fn);
+    free(head);
+    free(t);
+  }
+  /* the footprint in the header is the one `list` reports */
+  char fn[300];
+  snprintf(fn, sizeof fn, "%s/rms_norm_bwd_f32_d1024_m1_t.c", out);
+  char *t = slurp(fn);
+  cr_assert_not_null(t);
+  long long fp = listed_footprint("rms_norm_bwd_f32_d1024_m1_t");
+  cr_assert_gt(fp, 0);
+  char want[64];
+  snprintf(want, sizeof want, "footprint %lld bytes", fp);
+  cr_assert(strstr(t, want), "%s names \"%s\"", fn, want);
+  free(t);
+
+  /* emitting again changes nothing on disk */
+  struct stat before, after;
+  snprintf(fn, sizeof fn, "%s/rms_norm_fwd_f32_d4096_m1_n.c", out);
+  cr_assert_eq(stat(fn, &before), 0);
+  r = ubgen("emit --out %s --kernel rms_norm --dtype f32", out);
+  assert_status(r, 0);
+  s = parse_emit(r.err);
+  cr_assert_eq(s.written, 0, "%s", r.err);
+  cr_assert_eq(s.unchanged, nf32 + 3, "%s", r.err);
+  cr_assert_eq(s.removed, 0);
+  run_free(&r);
+  cr_assert_eq(stat(fn, &after), 0);
+  cr_assert_eq(before.st_ino, after.st_ino, "an unchanged file is not rewritten");
+  cr_assert(before.st_mtim.tv_sec == after.st_mtim.tv_sec && before.st_mtim.tv_nsec == after.st_mtim.tv_nsec);
+
+  /* f16 into the same directory: the f32 files the MANIFEST names go away */
+  char **f16;
+  int nf16 = fitting_variants("f16", &f16);
+  r = ubgen("emit --out %s --kernel rms_norm --dtype f16", out);
+  assert_status(r, 0);
+  s = parse_emit(r.err);
+  cr_assert_eq(s.removed, nf32, "%s", r.err);
+  cr_assert_eq(s.written + s.unchanged, nf16 + 3, "%s", r.err);
+  run_free(&r);
+  check_emitted(out, f16, nf16);
+  cr_assert(!exists(fn), "%s was removed", fn);
+
+  /* a file the user put there (not in the MANIFEST) is left alone */
+  char *mine = path_in(out, "notes.txt");
+  write_file(mine, "mine\n");
+  r = ubgen("emit --out %s --kernel rms_norm --dtype bf16", out);
+  assert_status(r, 0);
+  cr_assert(exists(mine), "emit removes only what it wrote");
+  run_free(&r);
+  free(mine);
+  free_names(f32, nf32);
+  free_names(f16, nf16);
+  free(out);
+}
+
+Test(cli, emit_without_out_exits_2) {
+  run_result r = ubgen("emit --kernel rms_norm");
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "--out"), "%s", r.err);
+  run_free(&r);
+}
+
+/* a copy of specs/rms_norm.json with `"bogus": 1,` inserted in the first x_tile
+ * buffer; returns that line (1-based) and the column of "bogus" */
+static void write_bad_spec(const char *dir, int *line, int *col) {
+  char src[600];
+  snprintf(src, sizeof src, "%s/specs/rms_norm.json", UBGEN_SRC);
+  char *t = slurp(src);
+  cr_assert_not_null(t, "%s", src);
+  const char *anchor = "{\"name\": \"x_tile\", \"type\": \"f32\", ";
+  char *at = strstr(t, anchor);
+  cr_assert_not_null(at, "the shipped spec has the x_tile buffer line this test edits");
+  at += strlen(anchor);
+  size_t pre = (size_t)(at - t);
+  char *bad = malloc(strlen(t) + 32);
+  memcpy(bad, t, pre);
+  strcpy(bad + pre, "\"bogus\": 1, ");
+  strcat(bad, t + pre);
+  *line = 1;
+  for (size_t i = 0; i < pre; i++) *line += t[i] == '\n';
+  size_t bol = pre;
+  while (bol > 0 && t[bol - 1] != '\n') bol--;
+  *col = (int)(pre - bol) + 1;
+  char *dst = path_in(dir, "rms_norm.json");
+  write_file(dst, bad);
+  free(dst);
+  free(bad);
+  free(t);
+}
+
+static void check_diag(const char *err, const char *file, int line, int col) {
+  char want[700];
+  snprintf(want, sizeof want, "ubgen: %s:%d:", file, line);
+  const char *p = strstr(err, want);
+  cr_assert_not_null(p, "want a message starting \"%s\", got: %s", want, err);
+  int c = atoi(p + strlen(want));
+  /* the column of the key, or of its first letter */
+  cr_assert(c == col || c == col + 1, "column %d, want %d (the unknown key): %s", c, col, err);
+  cr_assert(strstr(err, "bogus"), "the message names the key: %s", err);
+}
+
+Test(cli, emit_with_a_bad_spec_creates_nothing) {
+  char *specs = path_in(scratch, "specs");
+  cr_assert_eq(mkdir(specs, 0755), 0);
+  int line, col;
+  write_bad_spec(specs, &line, &col);
+  char *spec = path_in(specs, "rms_norm.json");
+
+  /* OUT2 does not exist: it must not exist afterwards */
+  char *out2 = path_in(scratch, "out2");
+  run_result r = ubgen("emit --specs %s --out %s", specs, out2);
+  assert_status(r, 2);
+  check_diag(r.err, spec, line, col);
+  cr_assert(!exists(out2), "%s was created", out2);
+  run_free(&r);
+
+  /* OUT3 exists and is empty: it stays empty */
+  char *out3 = path_in(scratch, "out3");
+  cr_assert_eq(mkdir(out3, 0755), 0);
+  r = ubgen("emit --specs %s --out %s --kernel rms_norm --dtype f32", specs, out3);
+  assert_status(r, 2);
+  check_diag(r.err, spec, line, col);
+  char **names;
+  int n = list_dir(out3, &names);
+  cr_assert_eq(n, 0, "%s holds %d files, first %s", out3, n, n > 0 ? names[0] : "");
+  free_names(names, n);
+  run_free(&r);
+
+  /* the same spec through UBGEN_SPEC_PATH, and for list and plan */
+  setenv("UBGEN_SPEC_PATH", specs, 1);
+  r = ubgen("list");
+  assert_status(r, 2);
+  check_diag(r.err, spec, line, col);
+  run_free(&r);
+  unsetenv("UBGEN_SPEC_PATH");
+  r = ubgen("plan rms_norm.fwd --specs %s --dtype f32 --shape rows=1,cols=1", specs);
+  assert_status(r, 2);
+  check_diag(r.err, spec, line, col);
+  run_free(&r);
+  free(out2);
+  free(out3);
+  free(spec);
+  free(specs);
+}
+
+Test(cli, emit_into_an_unwritable_place_exits_2_and_writes_nothing) {
+  char *file = path_in(scratch, "plain");
+  write_file(file, "");
+  char **before;
+  int nbefore = list_dir(scratch, &before);
+
+  run_result r = ubgen("emit --out %s/sub --kernel rms_norm --dtype f32", file);
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, file), "the message names the path: %s", r.err);
+  run_free(&r);
+  r = ubgen("emit --out %s/a/b --kernel rms_norm --dtype f32", file);
+  assert_status(r, 2);
+  run_free(&r);
+  /* --out naming the regular file itself */
+  r = ubgen("emit --out %s --kernel rms_norm --dtype f32", file);
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, file), "%s", r.err);
+  run_free(&r);
+
+  struct stat st;
+  cr_assert_eq(stat(file, &st), 0);
+  cr_assert(S_ISREG(st.st_mode) && st.st_size == 0, "the file is untouched");
+  char **after;
+  int nafter = list_dir(scratch, &after);
+  cr_assert_eq(nafter, nbefore, "no partial files next to it");
+  for (int i = 0; i < nafter; i++) cr_assert_str_eq(after[i], before[i]);
+  free_names(before, nbefore);
+  free_names(after, nafter);
+  free(file);
+}
+
+/* ---- check ------------------------------------------------------------------------------ */
+
+Test(cli, check_rms_norm_fwd_f32_passes) {
+  run_result r = ubgen("check rms_norm.fwd --dtype f32");
+  assert_status(r, 0);
+  cr_assert(strstr(r.out, "0 failed"), "%s", r.out);
+  char *last = last_line(r.out);
+  int runs = -1, failed = -1;
+  cr_assert_eq(sscanf(last, "check: %d runs, %d failed", &runs, &failed), 2, "%s", last);
+  cr_assert_gt(runs, 10);
+  cr_assert_eq(failed, 0);
+  free(last);
+  cr_assert_null(strstr(r.out, "FAIL"));
+  cr_assert_null(strstr(r.out, "_f16_"), "--dtype f32 runs only f32 variants");
+  cr_assert_str_empty(r.err);
+  run_free(&r);
+}
+
+/* a user's version of rms_norm whose forward template doubles every store:
+ * every run must fail (wrong numbers, or no way to compile the changed
+ * kernel), and the exit status is 1, not 0 or 2 */
+Test(cli, check_failure_exits_1) {
+  char *dir = path_in(scratch, "broken");
+  cr_assert_eq(mkdir(dir, 0755), 0);
+  char src[600];
+  snprintf(src, sizeof src, "%s/specs/rms_norm.json", UBGEN_SRC);
+  char *spec = slurp(src);
+  cr_assert_not_null(spec);
+  /* change the spec's text too, so no built-in kernel of the shipped spec can stand in */
+  const char *from = "\"description\": \"";
+  char *at = strstr(spec, from);
+  cr_assert_not_null(at);
+  char *mod = malloc(strlen(spec) + 64);
+  sprintf(mod, "%.*s%sBROKEN COPY: %s", (int)(at - spec), spec, from, at + strlen(from));
+  char *dst = path_in(dir, "rms_norm.json");
+  write_file(dst, mod);
+  free(dst);
+  free(mod);
+  free(spec);
+  snprintf(src, sizeof src, "%s/templates/rms_norm_fwd.c.tmpl", UBGEN_SRC);
+  char *t = slurp(src);
+  cr_assert_not_null(t);
+  const char *st = "#define ST(p, i, v) ubg_st_{{dtype}}(p, i, v)";
+  at = strstr(t, st);
+  cr_assert_not_null(at, "the shipped template defines ST as this test expects");
+  mod = malloc(strlen(t) + 64);
+  sprintf(mod, "%.*s#define ST(p, i, v) ubg_st_{{dtype}}(p, i, 2.0f * (v))%s", (int)(at - t), t, at + strlen(st));
+  dst = path_in(dir, "rms_norm_fwd.c.tmpl");
+  write_file(dst, mod);
+  free(dst);
+  free(mod);
+  free(t);
+
+  run_result r = ubgen("check rms_norm.fwd --specs %s --dtype f32", dir);
+  assert_status(r, 1);
+  cr_assert(strstr(r.out, "FAIL"), "%s", r.out);
+  char *last = last_line(r.out);
+  int runs = -1, failed = -1;
+  cr_assert_eq(sscanf(last, "check: %d runs, %d failed", &runs, &failed), 2, "%s", last);
+  cr_assert_gt(runs, 0);
+  cr_assert_eq(failed, runs, "every run of the broken kernel fails: %s", last);
+  free(last);
+  run_free(&r);
+  free(dir);
+}
+
+Test(cli, check_unknown_kernel_exits_2) {
+  run_result r = ubgen("check nope.fwd");
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "nope"), "%s", r.err);
+  run_free(&r);
+}
+
+/* ---- a user spec directory ------------------------------------------------------------------- */
+
+/* DIR/my_norm.json: specs/rms_norm.json with "kernel": "my_norm"; no templates copied */
+static char *make_user_specs(void) {
+  char *dir = path_in(scratch, "user");
+  cr_assert_eq(mkdir(dir, 0755), 0);
+  char src[600];
+  snprintf(src, sizeof src, "%s/specs/rms_norm.json", UBGEN_SRC);
+  char *t = slurp(src);
+  cr_assert_not_null(t);
+  const char *from = "\"kernel\": \"rms_norm\"";
+  char *at = strstr(t, from);
+  cr_assert_not_null(at);
+  char *mod = malloc(strlen(t) + 16);
+  sprintf(mod, "%.*s\"kernel\": \"my_norm\"%s", (int)(at - t), t, at + strlen(from));
+  char *dst = path_in(dir, "my_norm.json");
+  write_file(dst, mod);
+  free(dst);
+  free(mod);
+  free(t);
+  return dir;
+}
+
+Test(cli, user_spec_dir_adds_a_kernel) {
+  char *dir = make_user_specs();
+  run_result r = ubgen("list --specs %s --kernel my_norm", dir);
+  assert_status(r, 0);
+  listing l = parse_listing(r.out, "my_norm_");
+  cr_assert_gt(l.rows, 0);
+  cr_assert_eq(l.rows_other_prefix, 0, "only my_norm variants:\n%s", r.out);
+  cr_assert_eq(l.total, l.rows);
+  cr_assert_eq(l.total_fit, l.fit);
+  char *row = line_with(r.out, "my_norm_fwd_bf16_d4096_m1_n ");
+  cr_assert(row && strstr(row, "32768") && strstr(row, "yes"), "%s", row ? row : r.out);
+  free(row);
+  run_free(&r);
+  /* the same variants as the kernel it was copied from */
+  run_result o = ubgen("list --kernel rms_norm");
+  listing lo = parse_listing(o.out, "rms_norm_");
+  cr_assert_eq(l.total, lo.total);
+  cr_assert_eq(l.total_fit, lo.total_fit);
+  run_free(&o);
+  /* the shipped kernels are still there */
+  r = ubgen("list --specs %s --kernel rms_norm --kernel my_norm", dir);
+  assert_status(r, 0);
+  listing both = parse_listing(r.out, "");
+  cr_assert_eq(both.total, 2 * lo.total);
+  run_free(&r);
+  /* UBGEN_SPEC_PATH does the same */
+  setenv("UBGEN_SPEC_PATH", dir, 1);
+  r = ubgen("plan my_norm.fwd --dtype bf16 --shape rows=2048,cols=4096");
+  unsetenv("UBGEN_SPEC_PATH");
+  assert_status(r, 0);
+  char *choice = line_with(r.out, "choice");
+  cr_assert(choice && strstr(choice, "my_norm_fwd_bf16_d4096_m1_n"), "%s", r.out);
+  free(choice);
+  run_free(&r);
+  free(dir);
+}
+
+Test(cli, user_spec_emits_with_the_shipped_templates) {
+  char *dir = make_user_specs();
+  char *out = path_in(scratch, "out");
+  run_result r = ubgen("emit --specs %s --kernel my_norm --dtype f32 --out %s", dir, out);
+  assert_status(r, 0);
+  run_free(&r);
+  char *fn = path_in(out, "my_norm_fwd_f32_d4096_m1_n.c");
+  char *t = slurp(fn);
+  cr_assert_not_null(t, "%s", fn);
+  cr_assert(!strncmp(t, "/* Generated by ubgen", 21));
+  cr_assert(strstr(t, "my_norm.json"), "the header names the user's spec");
+  cr_assert(strstr(t, "void my_norm_fwd_f32_d4096_m1_n") || strstr(t, "UBG_KERNEL(my_norm_fwd_f32_d4096_m1_n)"),
+            "the kernel function carries the variant name");
+  free(t);
+  free(fn);
+  free(out);
+  free(dir);
+}
+
+/* template lookup order: the spec's dir, then DIR/../templates, then the shipped ones */
+Test(cli, templates_next_to_the_spec_come_first) {
+  char *root = path_in(scratch, "proj");
+  cr_assert_eq(mkdir(root, 0755), 0);
+  char *specs = path_in(root, "specs"), *tmpl = path_in(root, "templates");
+  cr_assert_eq(mkdir(specs, 0755), 0);
+  cr_assert_eq(mkdir(tmpl, 0755), 0);
+  char src[600];
+  snprintf(src, sizeof src, "%s/specs/rms_norm.json", UBGEN_SRC);
+  char *spec = slurp(src);
+  const char *from = "\"kernel\": \"rms_norm\"";
+  char *at = strstr(spec, from);
+  cr_assert_not_null(at);
+  char *mod = malloc(strlen(spec) + 16);
+  sprintf(mod, "%.*s\"kernel\": \"my_norm\"%s", (int)(at - spec), spec, at + strlen(from));
+  char *dst = path_in(specs, "my_norm.json");
+  write_file(dst, mod);
+  free(dst);
+  free(mod);
+  free(spec);
+  snprintf(src, sizeof src, "%s/templates/rms_norm_fwd.c.tmpl", UBGEN_SRC);
+  char *t = slurp(src);
+  cr_assert_not_null(t);
+  size_t n = strlen(t) + 64;
+  char *marked = malloc(n);
+
+  /* ../templates beats the shipped template */
+  snprintf(marked, n, "%s/* MARK_PROJECT_TEMPLATES */\n", t);
+  dst = path_in(tmpl, "rms_norm_fwd.c.tmpl");
+  write_file(dst, marked);
+  free(dst);
+  char *out = path_in(scratch, "out");
+  run_result r = ubgen("emit --specs %s --kernel my_norm --dtype f32 --out %s", specs, out);
+  assert_status(r, 0);
+  run_free(&r);
+  char *fn = path_in(out, "my_norm_fwd_f32_d4096_m1_n.c");
+  char *got = slurp(fn);
+  cr_assert(got && strstr(got, "MARK_PROJECT_TEMPLATES"), "DIR/../templates is used");
+  free(got);
+
+  /* the spec's own directory beats ../templates */
+  snprintf(marked, n, "%s/* MARK_SPEC_DIR */\n", t);
+  dst = path_in(specs, "rms_norm_fwd.c.tmpl");
+  write_file(dst, marked);
+  free(dst);
+  r = ubgen("emit --specs %s --kernel my_norm --dtype f32 --out %s", specs, out);
+  assert_status(r, 0);
+  run_free(&r);
+  got = slurp(fn);
+  cr_assert(got && strstr(got, "MARK_SPEC_DIR") && !strstr(got, "MARK_PROJECT_TEMPLATES"),
+            "the template next to the spec is used");
+  free(got);
+  /* the bwd template, not overridden, still comes from the shipped ones */
+  free(fn);
+  fn = path_in(out, "my_norm_bwd_f32_d4096_m1_n.c");
+  got = slurp(fn);
+  cr_assert(got && !strstr(got, "MARK_"), "%s", fn);
+  free(got);
+  free(fn);
+  free(out);
+  free(marked);
+  free(t);
+  free(specs);
+  free(tmpl);
+  free(root);
+}
+
+/* ---- the budget and templates the library would use ------------------------------ */
+
+/* The command line reads the budget from the same environment as the library. */
+Test(cli, budget_from_environment) {
+  setenv("UBGEN_UB_BYTES", "64KiB", 1);
+  run_result r = ubgen("plan rms_norm.fwd --dtype f32 --shape rows=2,cols=4096 --json");
+  assert_status(r, 0);
+  json_t *j = parse_json(r.out);
+  cr_assert_eq(json_integer_value(json_object_get(j, "usable")), 58982);
+  json_decref(j);
+  run_free(&r);
+  unsetenv("UBGEN_UB_BYTES");
+  setenv("ASCEND_UB_CAPACITY_BITS", "2097152", 1); /* 256 KiB */
+  r = ubgen("list --kernel rms_norm --json");
+  assert_status(r, 0);
+  j = parse_json(r.out);
+  cr_assert_eq(json_integer_value(json_object_get(j, "ub_bytes")), 262144);
+  json_decref(j);
+  run_free(&r);
+  r = ubgen("list --kernel rms_norm --ub 192KiB --json"); /* --ub wins */
+  j = parse_json(r.out);
+  cr_assert_eq(json_integer_value(json_object_get(j, "ub_bytes")), 196608);
+  json_decref(j);
+  run_free(&r);
+  unsetenv("ASCEND_UB_CAPACITY_BITS");
+  setenv("UBGEN_UB_BYTES", "lots", 1);
+  r = ubgen("list --kernel rms_norm");
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "UBGEN_UB_BYTES"), "%s", r.err);
+  run_free(&r);
+}
+
+/* --ub has the library's limits in every command */
+Test(cli, ub_limits_are_the_same_everywhere) {
+  static const char *cmds[] = {"list", "plan rms_norm.fwd --dtype f32 --shape rows=1,cols=8", "check rms_norm.fwd",
+                               "emit --out /tmp/never_written_by_ubgen_tests"};
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    for (int k = 0; k < 2; k++) {
+      run_result r = ubgen("%s --ub %s", cmds[i], k ? "2GiB" : "1000");
+      assert_status(r, 2);
+      cr_assert(strstr(r.err, "outside [1024, 1073741824]"), "%s: %s", cmds[i], r.err);
+      run_free(&r);
+    }
+  }
+  cr_assert(!exists("/tmp/never_written_by_ubgen_tests"));
+}
+
+/* A spec whose template cannot be found is a bad spec, located at its key. */
+Test(cli, missing_template_is_located_in_the_spec) {
+  char *dir = path_in(scratch, "specs");
+  cr_assert_eq(mkdir(dir, 0755), 0);
+  char *spec_in = path_in(UBGEN_SRC, "specs/rms_norm.json");
+  char *text = slurp(spec_in);
+  cr_assert_not_null(text);
+  char *at = strstr(text, "\"rms_norm_bwd.c.tmpl\"");
+  cr_assert_not_null(at);
+  memcpy(at + 1, "missing", 7); /* "missingm_bwd.c.tmpl" */
+  char *kernel = strstr(text, "\"kernel\": \"rms_norm\"");
+  memcpy(kernel + 11, "usr_norm", 8);
+  char *spec = path_in(dir, "usr_norm.json");
+  write_file(spec, text);
+  int line = 1, col = 1;
+  for (const char *c = text; c < at; c++) {
+    if (*c == '\n') line++, col = 1;
+    else col++;
+  }
+  for (int k = 0; k < 2; k++) {
+    run_result r = ubgen(k ? "emit --specs %s --out %s/out" : "list --specs %s", dir, scratch);
+    assert_status(r, 2);
+    char want[600];
+    snprintf(want, sizeof want, "%s:%d:%d: template \"missingm_bwd.c.tmpl\"", spec, line, col);
+    cr_assert(strstr(r.err, want), "wanted \"%s\" in: %s", want, r.err);
+    run_free(&r);
+  }
+  free(dir), free(spec_in), free(text), free(spec);
+}
+
+/* A copy of a shipped spec in a user's directory may come with its own
+ * templates: the built-in code must not serve it (it did once, silently
+ * running the shipped template). Without a JIT the variants are not found. */
+Test(cli, user_copy_of_shipped_spec_is_not_served_by_builtin_code) {
+  char *dir = path_in(scratch, "specs");
+  cr_assert_eq(mkdir(dir, 0755), 0);
+  char *spec_in = path_in(UBGEN_SRC, "specs/rms_norm.json");
+  char *text = slurp(spec_in);
+  char *spec = path_in(dir, "rms_norm.json");
+  write_file(spec, text);
+  run_result r = ubgen("check rms_norm.fwd --dtype f32 --specs %s", dir);
+  assert_status(r, 1);
+  cr_assert(strstr(r.out, "not built into this library"), "%s", r.out);
+  run_free(&r);
+  free(dir), free(spec_in), free(text), free(spec);
+}
