@@ -43,7 +43,7 @@ KLIST := $(BUILD)/kobj/main/objects.list
 .PHONY: all deps deps-test test run install clean bench check-build
 .DELETE_ON_ERROR:
 
-all: $(UBGEN) $(LIB_A) $(LIB_SO) $(BUILD)/lib/pkgconfig/ubgen.pc
+all: $(UBGEN) $(LIB_A) $(LIB_SO)
 
 deps:
 	@sh mk/deps.sh build
@@ -91,10 +91,6 @@ $(UBGEN): $(CLI_OBJS) $(BUILD)/obj/gen/ubgen.o $(REF_OBJS) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fopenmp $(CLI_OBJS) $(BUILD)/obj/gen/ubgen.o $(REF_OBJS) $(LIB_A) $(LDLIBS) -o $@
 
-$(BUILD)/lib/pkgconfig/ubgen.pc: mk/ubgen.pc.in
-	@mkdir -p $(@D)
-	sed -e 's|@PREFIX@|$(PREFIX)|g' $< > $@
-
 # ---- tests -------------------------------------------------------------------
 include mk/tests.mk
 
@@ -115,7 +111,8 @@ install: all
 	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/libubgen.a
 	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libubgen.so
 	install -m 644 runtime/include/ubgen.h $(DESTDIR)$(PREFIX)/include/ubgen.h
-	install -m 644 $(BUILD)/lib/pkgconfig/ubgen.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' mk/ubgen.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
+	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
 	install -m 644 $(SPECS) $(DESTDIR)$(PREFIX)/share/ubgen/specs/
 	install -m 644 $(TEMPLATES) $(DESTDIR)$(PREFIX)/share/ubgen/templates/
 

@@ -3,12 +3,20 @@
  * interleaved:
  *   ubgen         the library's automatic choice, all threads
  *   naive_c       a plain single-threaded C loop (gcc -O3, same semantics)
- *   parallel_copy the same bytes moved by an OpenMP loop (fwd: read x, write
- *                 y; bwd: read dy and x, write dx) on the same threads
+ *   parallel_copy the same bytes moved by an OpenMP loop between the same
+ *                 buffers (fwd: x -> y; bwd: dy ^ x -> dx) on the same
+ *                 threads, so it meets the same cache state as the kernel
+ * Two regimes, each reported:
+ *   warm  back-to-back calls (the 2 x 16 MiB of the 4096 case may then sit
+ *         in this machine's 32 MiB L3, so the copy runs at L3 speed)
+ *   cold  caches flushed before every timed call: data from DRAM, as for a
+ *         tensor another op wrote a while ago
  * Writes Liger's JSON (speed in ms per provider, plus ubgen's fraction of
- * the copy bandwidth and its speed-up over the naive loop) and prints the
- * issue's targets at H = 4096 bf16.
- *   bench_rms_norm [--out FILE] [--reps N] */
+ * the copy bandwidth and its speed-up over the naive loop, with "regime" in
+ * extra_benchmark_config_str) and prints the issue's targets at H = 4096
+ * bf16 in both regimes.
+ *   bench_rms_norm [--out FILE] [--reps N] [--strict]
+ * Exit 0 after a complete run; with --strict, 1 when a target is not met. */
 #include <math.h>
 #include <stdbool.h>
 #include <omp.h>
@@ -107,10 +115,13 @@ int main(int argc, char **argv) {
   bench_json *json = bench_json_new();
   printf("RMSNorm, M = %d rows, %d threads, %s; times are medians of %d interleaved runs\n", M, threads,
          bench_cpu_name(), reps);
-  printf("%-5s %-4s %6s %10s %10s %10s %9s %9s %9s  %s\n", "mode", "type", "H", "ubgen ms", "naive ms", "copy ms",
-         "ubgen GB/s", "copy GB/s", "vs copy", "vs naive");
   int failed_targets = 0;
   static const int dtypes[2] = {UBG_BF16, UBG_F32};
+  for (int cold = 0; cold < 2; cold++) {
+  printf("\n%s: %s\n", cold ? "cold" : "warm",
+         cold ? "caches flushed before every timed call" : "back-to-back calls, data may stay in cache");
+  printf("%-5s %-4s %6s %10s %10s %10s %9s %9s %9s  %s\n", "mode", "type", "H", "ubgen ms", "naive ms", "copy ms",
+         "ubgen GB/s", "copy GB/s", "vs copy", "vs naive");
   for (int di = 0; di < 2; di++) {
     int dt = dtypes[di];
     size_t es = dt == UBG_F32 ? 4 : 2;
@@ -122,13 +133,13 @@ int main(int argc, char **argv) {
         problem p = {ctx, dt, M, h, filled(n, dt, 1), filled(h, dt, 2), malloc((size_t)n * es), filled(n, dt, 3),
                      malloc((size_t)n * es), malloc((size_t)h * es), malloc(M * 4)};
         naive_fwd(&p); /* rstd for the backward pass */
-        void *scratch = malloc((size_t)n * es);
-        bench_copy_args copy = {p.x, p.dy, scratch, (size_t)n * es, threads};
+        bench_copy_args copy = {mode ? p.dy : p.x, p.x, mode ? p.dx : p.y, (size_t)n * es, threads};
         bench_fn fns[3] = {mode ? ubgen_bwd : ubgen_fwd, mode ? naive_bwd : naive_fwd, mode ? bench_copy2 : bench_copy1};
         void *args[3] = {&p, &p, &copy};
         double *times[3];
         for (int f = 0; f < 3; f++) times[f] = malloc((size_t)reps * sizeof(double));
-        bench_interleaved(fns, args, 3, reps, 0.02, times);
+        if (cold) bench_interleaved_cold(fns, args, 3, reps, times);
+        else bench_interleaved(fns, args, 3, reps, 0.02, times);
         double bytes = (double)n * (double)es * (mode ? 3 : 2);
         double ratio_copy[64], ratio_naive[64];
         for (int r = 0; r < reps; r++) {
@@ -148,16 +159,18 @@ int main(int argc, char **argv) {
         if (dt == UBG_BF16 && h == 4096) {
           bool ok = frac[hi].p50 >= 0.70 && speedup[hi].p50 >= 3.0;
           failed_targets += !ok;
-          printf("      target (>= 70%% of copy bandwidth, >= 3x naive): %s\n", ok ? "met" : "NOT MET");
+          printf("      target, %s (>= 70%% of copy bandwidth, >= 3x naive): %s\n", cold ? "cold" : "warm",
+                 ok ? "met" : "NOT MET");
         }
         bench_stats *to_ms[3] = {&st_ubg[hi], &st_naive[hi], &st_copy[hi]};
         for (int s = 0; s < 3; s++) to_ms[s]->p20 *= 1e3, to_ms[s]->p50 *= 1e3, to_ms[s]->p80 *= 1e3;
         for (int f = 0; f < 3; f++) free(times[f]);
-        free(p.x), free(p.w), free(p.y), free(p.dy), free(p.dx), free(p.dw), free(p.rstd), free(scratch);
+        free(p.x), free(p.w), free(p.y), free(p.dy), free(p.dx), free(p.dw), free(p.rstd);
       }
       char extra[160];
-      snprintf(extra, sizeof extra, "{\"M\": %d, \"dtype\": \"%s\", \"threads\": %d, \"casting\": \"llama\"}", M,
-               dt == UBG_F32 ? "float32" : "bfloat16", threads);
+      snprintf(extra, sizeof extra,
+               "{\"M\": %d, \"dtype\": \"%s\", \"threads\": %d, \"casting\": \"llama\", \"regime\": \"%s\"}", M,
+               dt == UBG_F32 ? "float32" : "bfloat16", threads, cold ? "cold" : "warm");
       const char *m = mode ? "backward" : "forward";
       bench_json_add(json, "rms_norm", "ubgen", m, "speed", "ms", "H", "hidden size", xs, NH, st_ubg, extra);
       bench_json_add(json, "rms_norm", "naive_c", m, "speed", "ms", "H", "hidden size", xs, NH, st_naive, extra);
@@ -168,9 +181,13 @@ int main(int argc, char **argv) {
                      extra);
     }
   }
+  }
   if (bench_json_write(json, out) != 0) fprintf(stderr, "bench_rms_norm: cannot write %s\n", out);
   else if (out) printf("wrote %s\n", out);
   bench_json_free(json);
   ubg_ctx_destroy(ctx);
-  return failed_targets ? 1 : 0;
+  bool strict = false;
+  for (int i = 1; i < argc; i++) strict |= !strcmp(argv[i], "--strict");
+  if (failed_targets) printf("%d of 4 target checks not met (see docs/performance.md)\n", failed_targets);
+  return strict && failed_targets ? 1 : 0;
 }

@@ -22,6 +22,10 @@ bench_stats bench_percentiles(double *t, int n);
  * (the function is repeated inside it and the mean taken). */
 typedef void (*bench_fn)(void *arg);
 void bench_interleaved(bench_fn *fns, void **args, int nfn, int reps, double min_seconds, double **times);
+/* The same, but every timed call starts with cold caches: before each call
+ * (untimed) both cores stream through a buffer of four times the last-level
+ * cache, so the call's data comes from DRAM as a fresh tensor would. */
+void bench_interleaved_cold(bench_fn *fns, void **args, int nfn, int reps, double **times);
 
 /* The same bytes a kernel moves, moved by a plain OpenMP loop:
  * dst[i] = src[i] (1 read stream, 1 write) or dst[i] = a[i] ^ b[i]

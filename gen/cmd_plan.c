@@ -25,7 +25,7 @@ static json_t *layout_json(const ug_variant *v) {
 
 int cmd_plan(int argc, char **argv) {
   cli_opts o;
-  if (cli_parse(argc, argv, "plan", "specs ub margin dtype shape json", true, &o) < 0) return EXIT_USAGE;
+  if (cli_parse(argc, argv, "plan", "specs ub margin dtype shape json verbose", true, &o) < 0) return EXIT_USAGE;
   if (!o.target) {
     cli_error("plan: which KERNEL.PASS? (for example: ubgen plan rms_norm.fwd --dtype bf16 --shape rows=2048,cols=4096)");
     return EXIT_USAGE;
@@ -102,6 +102,7 @@ int cmd_plan(int argc, char **argv) {
     printf("variants for this shape:\n  %-44s %10s  %s\n", "variant", "footprint", "status");
   }
   json_t *cands = o.json ? json_array() : NULL;
+  int excluded[64] = {0}, nexcluded = 0; /* per failing constraint, when not listed */
   for (int i = 0; i < nv; i++) {
     const ug_variant *v = &vs[i];
     int failed = -1;
@@ -121,11 +122,23 @@ int cmd_plan(int argc, char **argv) {
     } else {
       snprintf(status, sizeof status, "%s", i == choice.chosen ? "candidate, chosen" : "candidate");
     }
-    if (o.json)
+    if (o.json) {
       json_array_append_new(cands, json_pack("{s:s, s:I, s:s}", "variant", v->name, "footprint",
                                              (json_int_t)v->footprint, "status", status));
-    else
+    } else if (b == 1 && !o.verbose && failed < 64) {
+      excluded[failed]++;
+      nexcluded++;
+    } else {
       printf("  %-44s %10lld  %s\n", v->name, (long long)v->footprint, status);
+    }
+  }
+  if (!o.json && nexcluded) {
+    printf("  and %d variants that do not apply to this shape (--verbose lists them):\n", nexcluded);
+    for (int r = 0; r < p->nconstraints && r < 64; r++)
+      if (excluded[r])
+        printf("    %4d by `%s`%s%s%s\n", excluded[r], ug_expr_source(p->constraints[r].require),
+               p->constraints[r].why ? " (" : "", p->constraints[r].why ? p->constraints[r].why : "",
+               p->constraints[r].why ? ")" : "");
   }
   if (o.json) {
     json_object_set_new(root, "variants", cands);

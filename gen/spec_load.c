@@ -1,7 +1,6 @@
 /* Spec loader: JSON (jansson) -> validated ug_kernel. The schema is
  * docs/spec-format.md; every rule there is enforced here, with the position
  * of the offending key or value. */
-#include <errno.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -9,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsutil.h"
 #include "json_loc.h"
 #include "spec.h"
 
@@ -1046,42 +1046,9 @@ fail:
 
 ug_kernel *ug_spec_load_file(const char *path, ug_diag *d) {
   ug_diag_clear(d);
-  FILE *fp = fopen(path, "rb");
-  if (!fp) {
-    ug_fail(d, path, (ug_loc){0, 0}, "cannot open: %s", strerror(errno));
-    return NULL;
-  }
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len + 4096 + 1 > cap) {
-      cap = cap ? cap * 2 : 16384;
-      if (cap > (64u << 20)) {
-        fclose(fp);
-        free(buf);
-        ug_fail(d, path, (ug_loc){0, 0}, "larger than 64 MiB; not a spec");
-        return NULL;
-      }
-      char *nb = realloc(buf, cap);
-      if (!nb) {
-        fclose(fp);
-        free(buf);
-        ug_fail(d, path, (ug_loc){0, 0}, "out of memory");
-        return NULL;
-      }
-      buf = nb;
-    }
-    size_t got = fread(buf + len, 1, 4096, fp);
-    len += got;
-    if (got < 4096) break;
-  }
-  int err = ferror(fp);
-  fclose(fp);
-  if (err) {
-    free(buf);
-    ug_fail(d, path, (ug_loc){0, 0}, "read error");
-    return NULL;
-  }
+  size_t len;
+  char *buf = ug_read_file(path, 64u << 20, &len, d);
+  if (!buf) return NULL;
   char dir[1024];
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');

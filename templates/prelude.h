@@ -147,8 +147,8 @@ UBG_INLINE void ubg_st_f16(void *p, ubg_i64 i, float v) { ((ubg_u16 *)p)[i] = ub
 #define UBG_V16 1
 typedef float ubg_f32x16 __attribute__((vector_size(64)));
 typedef ubg_u32 ubg_u32x16 __attribute__((vector_size(64)));
+typedef int ubg_i32x16 __attribute__((vector_size(64)));
 typedef short ubg_i16x16 __attribute__((vector_size(32)));
-typedef ubg_u16 ubg_u16x16 __attribute__((vector_size(32)));
 
 UBG_INLINE ubg_f32x16 ubg_v_ld(const float *p) {
   ubg_f32x16 v;
@@ -156,18 +156,21 @@ UBG_INLINE ubg_f32x16 ubg_v_ld(const float *p) {
   return v;
 }
 UBG_INLINE void ubg_v_st(float *p, ubg_f32x16 v) { __builtin_memcpy(p, &v, 64); }
+/* bf16 to f32 is a zero extension and a shift; the builtin, because
+ * __builtin_convertvector splits the extension into four instructions */
+UBG_INLINE ubg_f32x16 ubg_v_widen_bf16(ubg_i16x16 h) {
+  ubg_i32x16 zero = {0};
+  return (ubg_f32x16)(__builtin_ia32_pmovzxwd512_mask(h, zero, (unsigned short)0xffff) << 16);
+}
 /* 16 bf16 at element i of p, as f32 (exact) */
 UBG_INLINE ubg_f32x16 ubg_v_ld_bf16(const void *p, ubg_i64 i) {
-  ubg_u16x16 h;
+  ubg_i16x16 h;
   __builtin_memcpy(&h, (const ubg_u16 *)p + i, 32);
-  return (ubg_f32x16)(__builtin_convertvector(h, ubg_u32x16) << 16);
+  return ubg_v_widen_bf16(h);
 }
 UBG_INLINE ubg_i16x16 ubg_v_to_bf16(ubg_f32x16 v, unsigned *sub) {
   *sub |= __builtin_ia32_fpclassps512_mask(v, 0x20 /* denormal */, (unsigned short)0xffff);
   return (ubg_i16x16)__builtin_ia32_cvtneps2bf16_v16sf(v);
-}
-UBG_INLINE ubg_f32x16 ubg_v_widen_bf16(ubg_i16x16 h) {
-  return (ubg_f32x16)(__builtin_convertvector((ubg_u16x16)h, ubg_u32x16) << 16);
 }
 /* ubg_rnd_bf16 on 16 lanes */
 UBG_INLINE ubg_f32x16 ubg_v_rnd_bf16(ubg_f32x16 v, unsigned *sub) { return ubg_v_widen_bf16(ubg_v_to_bf16(v, sub)); }
