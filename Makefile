@@ -12,6 +12,7 @@ BUILD   ?= build
 MARCH   ?= native
 UB      ?= 196608
 CC      ?= gcc
+NPROC   ?= $(shell nproc 2>/dev/null || echo 2)
 
 WARN     := -Wall -Wextra -Wshadow -Wno-unused-parameter
 CFLAGS   ?= -O2 -g
@@ -96,7 +97,7 @@ include mk/tests.mk
 
 # ---- run: the main job ---------------------------------------------------------
 run: deps
-	$(MAKE) all bench-build
+	$(MAKE) -j$(NPROC) all bench-build
 	$(UBGEN) list --kernel rms_norm | tail -n 1
 	$(UBGEN) plan rms_norm.fwd --dtype bf16 --shape rows=2048,cols=4096
 	$(UBGEN) plan rms_norm.bwd --dtype bf16 --shape rows=2048,cols=4096 | head -n 8

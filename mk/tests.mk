@@ -28,7 +28,7 @@ test-build: $(TEST_BINS) $(UBGEN)
 
 # Criterion runs the tests of a binary in parallel (one process each)
 test: deps-test
-	$(MAKE) all test-build
+	$(MAKE) -j$(NPROC) all test-build
 	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t --jobs 2 --short-filename; done
 	@echo "all test binaries passed"
 
