@@ -185,7 +185,8 @@ Test(spec, rms_norm_loads) {
   cr_assert_eq(bwd->nws, 1);
   cr_assert_eq(fwd->nconstraints, 3);
   cr_assert_eq(bwd->nchecks, 1);
-  cr_assert_eq(bwd->nderived, 2);
+  cr_assert_eq(bwd->nderived, 3); /* row_groups, group_rows, stream */
+  cr_assert_eq(fwd->nderived, 3);
   cr_assert_eq(bwd->nstages, 2);
   cr_assert_eq(fwd->ncases, 7);
   /* constraints on axes alone filter the enumeration; those on the shape do not */
