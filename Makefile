@@ -20,15 +20,17 @@ BASE     := -std=c11 -D_GNU_SOURCE -fPIC $(WARN)
 LIBFLAGS := $(BASE) -fvisibility=hidden -fopenmp -DUBGEN_SOURCE_DIR='"$(CURDIR)"'
 # every kernel: the flags that make gcc and tcc agree bit for bit (no FMA contraction)
 KFLAGS   := -std=c11 -O3 -march=$(MARCH) -ffp-contract=off -fno-math-errno -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-function
-LDLIBS   := -ljansson -lm -lpthread
+LDLIBS   := -ljansson -ltcc -ldl -lm -lpthread
 
 GEN_CORE := diag strbuf json_loc expr spec_load variant ubplan render source emit fsutil specset bind strategy
 GEN_CLI  := cli cmd_list cmd_plan cmd_emit cmd_check shape_arg check_run
-RUNTIME  := messages config registry kernels pools grid ctx launch op_rms_norm op_pending
+RUNTIME  := messages config registry kernels pools grid ctx launch jit jit_tcc datadir op_rms_norm op_pending
 
 GEN_OBJS := $(GEN_CORE:%=$(BUILD)/obj/gen/%.o)
 CLI_OBJS := $(GEN_CLI:%=$(BUILD)/obj/gen/%.o)
 RT_OBJS  := $(RUNTIME:%=$(BUILD)/obj/runtime/%.o)
+# the shared library cannot hold Debian's non-PIC libtcc.a: a stub backend there
+RT_OBJS_SO := $(filter-out $(BUILD)/obj/runtime/jit_tcc.o,$(RT_OBJS)) $(BUILD)/obj/runtime-so/jit_tcc.o
 REF_SRCS := $(wildcard tests/ref/*.c)
 REF_OBJS := $(REF_SRCS:tests/ref/%.c=$(BUILD)/obj/ref/%.o)
 SPECS    := $(wildcard specs/*.json)
@@ -57,6 +59,9 @@ $(BUILD)/obj/gen/%.o: gen/%.c $(HEADERS)
 $(BUILD)/obj/runtime/%.o: runtime/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(LIBFLAGS) $(CFLAGS) -c $< -o $@
+$(BUILD)/obj/runtime-so/jit_tcc.o: runtime/jit_tcc.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(LIBFLAGS) $(CFLAGS) -DUBG_NO_TCC -c $< -o $@
 $(BUILD)/obj/ref/%.o: tests/ref/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $(CFLAGS) -Itemplates -c $< -o $@
@@ -84,9 +89,10 @@ $(LIB_A): $(RT_OBJS) $(GEN_OBJS) $(KLIST)
 	@mkdir -p $(@D)
 	@rm -f $@
 	ar rcs $@ $(RT_OBJS) $(GEN_OBJS) $$(cat $(KLIST))
-$(LIB_SO): $(RT_OBJS) $(GEN_OBJS) $(KLIST)
+$(LIB_SO): $(RT_OBJS_SO) $(GEN_OBJS) $(KLIST) mk/libubgen.map
 	@mkdir -p $(@D)
-	$(CC) -shared -fopenmp -Wl,-soname,libubgen.so -o $@ $(RT_OBJS) $(GEN_OBJS) $$(cat $(KLIST)) $(LDLIBS)
+	$(CC) -shared -fopenmp -Wl,-soname,libubgen.so -Wl,--version-script=mk/libubgen.map -o $@ $(RT_OBJS_SO) $(GEN_OBJS) \
+	  $$(cat $(KLIST)) $(filter-out -ltcc,$(LDLIBS))
 
 $(UBGEN): $(CLI_OBJS) $(BUILD)/obj/gen/ubgen.o $(REF_OBJS) $(LIB_A)
 	@mkdir -p $(@D)

@@ -18,6 +18,11 @@ ubg_status ubg_ctx_create(const ubg_config *cfg, ubg_ctx **out) {
     free(ctx);
     return rt_fail(NULL, UBG_ENOMEM, "cannot create a mutex");
   }
+  if (pthread_mutex_init(&ctx->jit_lock, NULL) != 0) {
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+    return rt_fail(NULL, UBG_ENOMEM, "cannot create a mutex");
+  }
   ubg_status s = rt_config_resolve(ctx, cfg);
   if (!s) s = rt_kernels_load(ctx);
   if (s) {
@@ -32,11 +37,13 @@ ubg_status ubg_ctx_create(const ubg_config *cfg, ubg_ctx **out) {
 
 void ubg_ctx_destroy(ubg_ctx *ctx) {
   if (!ctx) return;
+  rt_jit_free(ctx);
   rt_kernels_free(ctx);
   rt_pools_free(ctx);
   free(ctx->tuning_db);
   free(ctx->cache_dir);
   pthread_mutex_destroy(&ctx->lock);
+  pthread_mutex_destroy(&ctx->jit_lock);
   free(ctx);
 }
 

@@ -25,11 +25,21 @@
 
 #define UBG_HIDDEN __attribute__((visibility("hidden")))
 
+/* which code ran a call */
+enum { RT_RAN_AOT = 1, RT_RAN_TCC = 2, RT_RAN_GCC = 3 };
+
+/* a variant compiled at run time; fn is published last, atomically */
+typedef struct {
+  _Atomic(ubg_kernel_fn) fn;
+  _Atomic int ran;
+} rt_jit_slot;
+
 typedef struct {
   const ug_pass *pass;
   ug_variant *variants[UG_NDTYPES]; /* every enumerated variant */
   int nvariants[UG_NDTYPES];
   ubg_kernel_fn *aot[UG_NDTYPES];   /* parallel to variants; NULL: not built in */
+  rt_jit_slot *jit[UG_NDTYPES];     /* parallel to variants */
   int forced[UG_NDTYPES];           /* index into variants, or -1; under ctx->lock */
 } rt_pass;
 
@@ -61,6 +71,10 @@ struct ubg_ctx {
   pthread_mutex_t lock;
   rt_block *free_arenas;
   rt_block *free_workspace;
+  pthread_mutex_t jit_lock; /* one compile at a time per context */
+  void **jit_states;        /* compiled code to free with the context */
+  int njit_states, cap_jit_states;
+  _Atomic int jit_compiles; /* how many variants this context compiled (tests) */
 };
 
 /* ---- messages (per thread, per context) ---- */
@@ -89,6 +103,17 @@ UBG_HIDDEN void rt_arenas_give(ubg_ctx *ctx, rt_block **arenas, int n);
 UBG_HIDDEN ubg_status rt_workspace_take(ubg_ctx *ctx, size_t bytes, rt_block **out);
 UBG_HIDDEN void rt_workspace_give(ubg_ctx *ctx, rt_block *b);
 UBG_HIDDEN void rt_pools_free(ubg_ctx *ctx);
+
+/* ---- backends ---- */
+UBG_HIDDEN const char *rt_data_dir(void);
+UBG_HIDDEN const char *rt_backend_name(int ran);
+/* The function that runs variant index of rp for dtype, compiling it when the
+ * context's backend says so; *ran = RT_RAN_*. */
+UBG_HIDDEN ubg_status rt_kernel_fn(ubg_ctx *ctx, rt_pass *rp, int dtype, int index, ubg_kernel_fn *fn, int *ran);
+UBG_HIDDEN void rt_jit_free(ubg_ctx *ctx);
+UBG_HIDDEN extern const int rt_have_tcc; /* 0 in libubgen.so */
+UBG_HIDDEN ubg_status rt_tcc_compile(ubg_ctx *ctx, const char *name, const char *src, ubg_kernel_fn *fn, void **state);
+UBG_HIDDEN void rt_tcc_free(void *state);
 
 /* ---- the grid ---- */
 /* Runs programs 0..nprog-1 of one stage on up to nthreads workers, each

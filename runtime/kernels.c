@@ -39,7 +39,8 @@ static ubg_status load_pass(ubg_ctx *ctx, rt_pass *rp, const ug_pass *p, bool fr
       return rt_fail(NULL, UBG_EINVAL, "%s", msg);
     }
     rp->aot[dt] = calloc((size_t)rp->nvariants[dt] + 1, sizeof *rp->aot[dt]);
-    if (!rp->aot[dt]) return rt_fail(NULL, UBG_ENOMEM, "out of memory");
+    rp->jit[dt] = calloc((size_t)rp->nvariants[dt] + 1, sizeof *rp->jit[dt]);
+    if (!rp->aot[dt] || !rp->jit[dt]) return rt_fail(NULL, UBG_ENOMEM, "out of memory");
     if (!from_aot || ctx->backend == UBG_BACKEND_TCC || ctx->backend == UBG_BACKEND_GCC) continue;
     for (int i = 0; i < rp->nvariants[dt]; i++)
       rp->aot[dt][i] = rt_aot_lookup(rp->variants[dt][i].name, p->kernel->hash);
@@ -101,6 +102,7 @@ void rt_kernels_free(ubg_ctx *ctx) {
         for (int dt = 0; dt < UG_NDTYPES; dt++) {
           free(rk->passes[p].variants[dt]);
           free(rk->passes[p].aot[dt]);
+          free(rk->passes[p].jit[dt]);
         }
     free(rk->passes);
     ug_spec_free(rk->spec);

@@ -248,13 +248,11 @@ ubg_status rt_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dty
     return s;
   }
   const ug_variant *v = &rp->variants[dtype][index];
-  ubg_kernel_fn fn = rp->aot[dtype][index];
-  if (!fn) {
+  ubg_kernel_fn fn;
+  int ran;
+  if ((s = rt_kernel_fn(ctx, rp, (int)dtype, index, &fn, &ran))) {
     free(env);
-    return rt_fail(ctx, UBG_ENOTFOUND, "%s: variant %s is not built into this library%s", c.what, v->name,
-                   ctx->backend == UBG_BACKEND_TCC || ctx->backend == UBG_BACKEND_GCC
-                       ? " and this build has no JIT backend"
-                       : " (and this build has no JIT backend to compile it)");
+    return s;
   }
   /* after choose(), env is bound to the variant: derived values are set */
   for (int i = 0; i < p->nderived; i++) slots[p->nargs + i].i = env[p->sym_of_derived_base + i];
@@ -307,7 +305,9 @@ ubg_status rt_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dty
   }
   rt_arenas_give(ctx, arenas, nthreads);
   if (ws) rt_workspace_give(ctx, ws);
-  rt_set_last_variant(ctx, v->name);
+  char last[200];
+  snprintf(last, sizeof last, "%s@%s", v->name, rt_backend_name(ran));
+  rt_set_last_variant(ctx, last);
   return UBG_OK;
 }
 

@@ -1145,17 +1145,32 @@ Test(cli, missing_template_is_located_in_the_spec) {
 
 /* A copy of a shipped spec in a user's directory may come with its own
  * templates: the built-in code must not serve it (it did once, silently
- * running the shipped template). Without a JIT the variants are not found. */
-Test(cli, user_copy_of_shipped_spec_is_not_served_by_builtin_code) {
+ * running the shipped template). The JIT compiles the user's template: an
+ * unmodified copy passes `check`, one that doubles y fails it. */
+Test(cli, user_copy_of_shipped_spec_runs_the_users_template) {
   char *dir = path_in(scratch, "specs");
   cr_assert_eq(mkdir(dir, 0755), 0);
   char *spec_in = path_in(UBGEN_SRC, "specs/rms_norm.json");
   char *text = slurp(spec_in);
   char *spec = path_in(dir, "rms_norm.json");
   write_file(spec, text);
+  char *tmpl_in = path_in(UBGEN_SRC, "templates/rms_norm_fwd.c.tmpl");
+  char *tmpl = slurp(tmpl_in);
+  char *tmpl_out = path_in(dir, "rms_norm_fwd.c.tmpl");
+  write_file(tmpl_out, tmpl);
   run_result r = ubgen("check rms_norm.fwd --dtype f32 --specs %s", dir);
-  assert_status(r, 1);
-  cr_assert(strstr(r.out, "not built into this library"), "%s", r.out);
+  assert_status(r, 0);
   run_free(&r);
-  free(dir), free(spec_in), free(text), free(spec);
+  /* the scalar no-w loop: y = x * rstd becomes 2 * x * rstd */
+  const char *from = "for (; d < n; d++) ST(y, base + d, xr[d] * r);";
+  char *at = strstr(tmpl, from);
+  cr_assert_not_null(at, "the template changed; update this test");
+  char *changed = malloc(strlen(tmpl) + 16);
+  sprintf(changed, "%.*sfor (; d < n; d++) ST(y, base + d, 2.0f * xr[d] * r);%s", (int)(at - tmpl), tmpl, at + strlen(from));
+  write_file(tmpl_out, changed);
+  r = ubgen("check rms_norm.fwd --dtype f32 --specs %s", dir);
+  assert_status(r, 1);
+  cr_assert(strstr(r.out, "FAIL") && strstr(r.out, "y["), "%s", r.out);
+  run_free(&r);
+  free(dir), free(spec_in), free(text), free(spec), free(tmpl_in), free(tmpl), free(tmpl_out), free(changed);
 }

@@ -1,0 +1,120 @@
+/* The tcc backend: a rendered kernel compiled in memory with libtcc.
+ *
+ * Debian's libtcc (0.9.27+git2020) keeps global state, so every compile
+ * holds one process-wide mutex. tcc_relocate takes two arguments there
+ * (newer upstream takes one); TCC_RELOCATE_AUTO tells which. The kernel
+ * is compiled with -nostdlib: the few libm functions the prelude declares
+ * are handed over explicitly, nothing else is looked up in the host. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#ifdef UBG_NO_TCC
+/* libubgen.so: Debian ships libtcc only as a non-PIC static archive (with
+ * PC-relative references to glibc's stdout and __environ), which cannot be
+ * linked into a shared object. */
+const int rt_have_tcc = 0;
+
+ubg_status rt_tcc_compile(ubg_ctx *ctx, const char *name, const char *src, ubg_kernel_fn *fn, void **state) {
+  (void)src;
+  *fn = NULL;
+  *state = NULL;
+  return rt_fail(ctx, UBG_ENOTFOUND,
+                 "%s: the shared libubgen has no tcc backend (Debian's libtcc is a non-PIC static archive); link "
+                 "libubgen.a for it",
+                 name);
+}
+
+void rt_tcc_free(void *state) { (void)state; }
+
+#else
+#include <libtcc.h>
+
+const int rt_have_tcc = 1;
+
+static pthread_mutex_t tcc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct {
+  char text[2048];
+  size_t len;
+} messages;
+
+/* runs under libtcc's lock: only append */
+static void on_error(void *opaque, const char *msg) {
+  messages *m = opaque;
+  if (m->len + 2 >= sizeof m->text) return;
+  int n = snprintf(m->text + m->len, sizeof m->text - m->len, "%s%s", m->len ? "; " : "", msg);
+  if (n > 0) m->len += (size_t)n < sizeof m->text - m->len ? (size_t)n : sizeof m->text - m->len - 1;
+}
+
+/* the text of line `line` (1-based) of src, for the message */
+static void source_line(const char *src, long line, char *out, size_t n) {
+  const char *p = src;
+  for (long l = 1; l < line && p; l++) {
+    p = strchr(p, '\n');
+    if (p) p++;
+  }
+  if (!p) {
+    out[0] = '\0';
+    return;
+  }
+  size_t len = strcspn(p, "\n");
+  while (len && (*p == ' ' || *p == '\t')) p++, len--;
+  snprintf(out, n, "%.*s", (int)(len < 160 ? len : 160), p);
+}
+
+#if defined(TCC_RELOCATE_AUTO)
+#define RELOCATE(s) tcc_relocate((s), TCC_RELOCATE_AUTO)
+#else
+#define RELOCATE(s) tcc_relocate((s))
+#endif
+
+ubg_status rt_tcc_compile(ubg_ctx *ctx, const char *name, const char *src, ubg_kernel_fn *fn, void **state) {
+  messages m = {{0}, 0};
+  *fn = NULL;
+  *state = NULL;
+  pthread_mutex_lock(&tcc_lock);
+  TCCState *s = tcc_new();
+  ubg_status st = UBG_OK;
+  if (!s) {
+    pthread_mutex_unlock(&tcc_lock);
+    return rt_fail(ctx, UBG_ENOMEM, "tcc: cannot create a compiler state for %s", name);
+  }
+  tcc_set_error_func(s, &m, on_error);
+  tcc_set_options(s, "-nostdinc -nostdlib");
+  tcc_set_output_type(s, TCC_OUTPUT_MEMORY);
+  tcc_add_symbol(s, "sqrtf", (const void *)sqrtf);
+  tcc_add_symbol(s, "expf", (const void *)expf);
+  tcc_add_symbol(s, "logf", (const void *)logf);
+  tcc_add_symbol(s, "tanhf", (const void *)tanhf);
+  if (tcc_compile_string(s, src) < 0 || RELOCATE(s) < 0) {
+    st = UBG_ECOMPILE;
+  } else {
+    *fn = (ubg_kernel_fn)tcc_get_symbol(s, name);
+    if (!*fn) {
+      st = UBG_ECOMPILE;
+      on_error(&m, "the kernel function is not defined by the source");
+    }
+  }
+  if (st != UBG_OK) tcc_delete(s);
+  else *state = s;
+  pthread_mutex_unlock(&tcc_lock);
+  if (st == UBG_OK) return UBG_OK;
+  /* tcc says "<string>:LINE: error: ..."; show that line of the source */
+  char line_text[200] = "";
+  const char *colon = strstr(m.text, "<string>:");
+  if (colon) source_line(src, strtol(colon + 9, NULL, 10), line_text, sizeof line_text);
+  return rt_fail(ctx, UBG_ECOMPILE, "tcc could not compile %s: %s%s%s%s", name, m.text[0] ? m.text : "unknown error",
+                 line_text[0] ? " (source line: `" : "", line_text, line_text[0] ? "`)" : "");
+}
+
+void rt_tcc_free(void *state) {
+  if (!state) return;
+  pthread_mutex_lock(&tcc_lock);
+  tcc_delete(state);
+  pthread_mutex_unlock(&tcc_lock);
+}
+#endif

@@ -1,0 +1,170 @@
+/* The runtime JIT (issue 3, tcc so far): every variant compiled by tcc gives
+ * the same bits as the one built in; threads that need the same variants at
+ * once compile each exactly once; a template with a C error is UBG_ECOMPILE
+ * naming the variant and the source line; the result names its backend. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h" /* ctx->jit_compiles */
+#include "rms_norm_cases.h"
+
+static ubg_ctx *make_ctx(ubg_backend backend, int threads) {
+  ubg_config cfg = {0};
+  cfg.backend = backend;
+  cfg.threads = threads;
+  ubg_ctx *ctx;
+  cr_assert_eq(ubg_ctx_create(&cfg, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
+  return ctx;
+}
+
+/* every feasible variant of one pass and dtype, on a shape it applies to,
+ * under the three castings, with w: tcc's bits against the built-in's */
+static void same_bits(const char *pass, int dt) {
+  tc_variants vs = tc_load_variants(pass, dt);
+  cr_assert(vs.n > 0);
+  ubg_ctx *aot = make_ctx(UBG_BACKEND_AOT, 2), *tcc = make_ctx(UBG_BACKEND_TCC, 2);
+  const size_t es = ref_dtype_bytes(dt);
+  for (int i = 0; i < vs.n; i++) {
+    const ug_variant *v = &vs.v[i];
+    const int64_t bd = tc_block_d(v), rows = 37;
+    const int64_t cols = v->pt.tiled ? 2 * bd + 5 : (bd > 16 ? bd - 3 : bd);
+    const int64_t n = rows * cols;
+    void *x = tc_tensor(dt, n, 0, 1, (uint64_t)i), *dy = tc_tensor(dt, n, 0, 1, (uint64_t)i + 7);
+    void *w = tc_tensor(dt, cols, 1, 0.5, (uint64_t)i + 3);
+    void *out[2], *dw[2];
+    float *rstd[2];
+    ubg_ctx *ctxs[2] = {aot, tcc};
+    for (int c = 0; c < 2; c++) {
+      out[c] = malloc((size_t)n * es);
+      dw[c] = malloc((size_t)cols * es);
+      rstd[c] = malloc((size_t)rows * 4);
+      cr_assert_eq(ubg_set_variant(ctxs[c], "rms_norm", pass, v->name), UBG_OK);
+    }
+    for (int casting = 0; casting < 3; casting++) {
+      for (int c = 0; c < 2; c++) {
+        ubg_status s;
+        if (!strcmp(pass, "fwd"))
+          s = ubg_rms_norm_fwd(ctxs[c], dt, rows, cols, x, w, 1e-6f, casting == 1, casting, out[c], rstd[c]);
+        else {
+          for (int64_t r = 0; r < rows; r++) rstd[c][r] = 0.5f + 0.01f * (float)r;
+          s = ubg_rms_norm_bwd(ctxs[c], dt, rows, cols, dy, x, w, rstd[c], casting == 1, casting, out[c], dw[c]);
+        }
+        cr_assert_eq(s, UBG_OK, "%s: %s", v->name, ubg_ctx_error(ctxs[c]));
+      }
+      char want[200];
+      snprintf(want, sizeof want, "%s@tcc", v->name);
+      cr_assert_str_eq(ubg_ctx_last_variant(tcc), want);
+      cr_assert(!memcmp(out[0], out[1], (size_t)n * es), "%s casting %d: tcc output differs from the built-in's",
+                v->name, casting);
+      if (!strcmp(pass, "fwd")) cr_assert(!memcmp(rstd[0], rstd[1], (size_t)rows * 4), "%s: rstd differs", v->name);
+      else cr_assert(!memcmp(dw[0], dw[1], (size_t)cols * es), "%s casting %d: dw differs", v->name, casting);
+    }
+    for (int c = 0; c < 2; c++) free(out[c]), free(dw[c]), free(rstd[c]);
+    free(x), free(dy), free(w);
+  }
+  cr_assert_eq(atomic_load(&tcc->jit_compiles), vs.n, "each variant compiled once");
+  ubg_ctx_destroy(aot);
+  ubg_ctx_destroy(tcc);
+  tc_free_variants(&vs);
+}
+
+Test(jit_tcc, fwd_f32_same_bits, .timeout = 120) { same_bits("fwd", UBG_F32); }
+Test(jit_tcc, fwd_f16_same_bits, .timeout = 120) { same_bits("fwd", UBG_F16); }
+Test(jit_tcc, fwd_bf16_same_bits, .timeout = 120) { same_bits("fwd", UBG_BF16); }
+Test(jit_tcc, bwd_f32_same_bits, .timeout = 120) { same_bits("bwd", UBG_F32); }
+Test(jit_tcc, bwd_f16_same_bits, .timeout = 120) { same_bits("bwd", UBG_F16); }
+Test(jit_tcc, bwd_bf16_same_bits, .timeout = 120) { same_bits("bwd", UBG_BF16); }
+
+/* 8 threads, each calling 8 shapes that need 8 different variants, in a
+ * different order: 8 compiles in all */
+static ubg_ctx *shared;
+static void *caller(void *arg) {
+  int t = (int)(intptr_t)arg;
+  static float x[4 * 2048], y[4 * 2048];
+  float rstd[4];
+  for (int k = 0; k < 8; k++) {
+    int64_t cols = (int64_t)16 << ((k + t) % 8); /* 16 .. 2048: one whole-row variant each */
+    if (ubg_rms_norm_fwd(shared, UBG_F32, 4, cols, x, NULL, 1e-6f, 0, UBG_CAST_LLAMA, y, rstd) != UBG_OK)
+      return (void *)1;
+  }
+  return NULL;
+}
+
+Test(jit_tcc, concurrent_callers_compile_each_variant_once) {
+  shared = make_ctx(UBG_BACKEND_TCC, 1);
+  pthread_t th[8];
+  for (int t = 0; t < 8; t++) pthread_create(&th[t], NULL, caller, (void *)(intptr_t)t);
+  for (int t = 0; t < 8; t++) {
+    void *rc;
+    pthread_join(th[t], &rc);
+    cr_assert_null(rc, "a call failed: %s", ubg_ctx_error(shared));
+  }
+  cr_assert_eq(atomic_load(&shared->jit_compiles), 8);
+  ubg_ctx_destroy(shared);
+}
+
+/* a user's kernel whose template does not compile */
+Test(jit_tcc, c_error_in_a_template_is_ecompile) {
+  char dir[] = "/tmp/ubgen_test_jit_XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  char path[300];
+  snprintf(path, sizeof path, "%s/bad.json", dir);
+  FILE *f = fopen(path, "w");
+  fputs("{\"ubgen_spec\": 1, \"kernel\": \"bad\", \"shape\": [\"n\"], \"dtypes\": [\"f32\"],\n"
+        " \"passes\": {\"fwd\": {\"template\": \"bad.c.tmpl\",\n"
+        "  \"args\": [{\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\", \"shape\": [\"n\"]},\n"
+        "           {\"name\": \"n\", \"type\": \"int\", \"min\": 1}],\n"
+        "  \"stages\": [{\"name\": \"all\", \"grid\": \"1\"}]}}}\n",
+        f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/bad.c.tmpl", dir);
+  f = fopen(path, "w");
+  fputs("{{> prelude.h}}\nUBG_KERNEL({{variant}}) {\n{{> args.h}}\n  out[0] = undeclared_name + 1;\n}\n", f);
+  fclose(f);
+  setenv("UBGEN_SPEC_PATH", dir, 1);
+  ubg_ctx *ctx = make_ctx(UBG_BACKEND_AUTO, 1);
+  float out[4] = {0};
+  ubg_arg args[] = {{"out", UBG_ARG_PTR, {.p = out}}, {"n", UBG_ARG_I64, {.i = 4}}};
+  ubg_status s = ubg_launch(ctx, "bad", "fwd", UBG_F32, args, 2);
+  const char *msg = ubg_ctx_error(ctx);
+  cr_assert_eq(s, UBG_ECOMPILE, "%s: %s", ubg_status_str(s), msg);
+  cr_assert(strstr(msg, "bad_fwd_f32"), "names the variant: %s", msg);
+  cr_assert(strstr(msg, "undeclared_name"), "has tcc's message: %s", msg);
+  cr_assert(strstr(msg, "source line: `out[0] = undeclared_name + 1;`"), "shows the line: %s", msg);
+  cr_assert_eq(out[0], 0.0f, "nothing written");
+  ubg_ctx_destroy(ctx);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_assert_eq(system(cmd), 0);
+}
+
+/* AUTO takes the built-in code; AOT refuses what is not built in */
+Test(jit_tcc, backends_choose_as_documented) {
+  ubg_ctx *ctx = make_ctx(UBG_BACKEND_AUTO, 1);
+  float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8], rstd[1];
+  cr_assert_eq(ubg_rms_norm_fwd(ctx, UBG_F32, 1, 8, x, NULL, 1e-6f, 0, UBG_CAST_LLAMA, y, rstd), UBG_OK);
+  cr_assert_str_eq(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d16_m64_n@aot");
+  ubg_ctx_destroy(ctx);
+  /* a budget above the build's: the variants it adds are not built in */
+  ubg_config cfg = {0};
+  cfg.ub_bytes = 1 << 20;
+  cfg.backend = UBG_BACKEND_AOT;
+  cr_assert_eq(ubg_ctx_create(&cfg, &ctx), UBG_OK);
+  static float big[2 * 40000], out[2 * 40000];
+  float r2[2];
+  ubg_status s = ubg_rms_norm_fwd(ctx, UBG_F32, 2, 40000, big, NULL, 1e-6f, 0, UBG_CAST_LLAMA, out, r2);
+  cr_assert_eq(s, UBG_ENOTFOUND, "%s", ubg_ctx_error(ctx));
+  cr_assert(strstr(ubg_ctx_error(ctx), "not built into this library"), "%s", ubg_ctx_error(ctx));
+  ubg_ctx_destroy(ctx);
+  cfg.backend = UBG_BACKEND_AUTO;
+  cr_assert_eq(ubg_ctx_create(&cfg, &ctx), UBG_OK);
+  cr_assert_eq(ubg_rms_norm_fwd(ctx, UBG_F32, 2, 40000, big, NULL, 1e-6f, 0, UBG_CAST_LLAMA, out, r2), UBG_OK);
+  cr_assert_str_eq(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d65536_m1_n@tcc");
+  ubg_ctx_destroy(ctx);
+}
