@@ -5,26 +5,29 @@
 #   make install PREFIX=/usr/local DESTDIR=
 #   make MARCH=x86-64-v3 kernels for another CPU (default: this one)
 #   make UB=256KiB       the UB budget the built-in kernels are emitted for
+#   make UBGEN_AOT=0     a library without built-in kernels: every variant through the JIT
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
 MARCH   ?= native
 UB      ?= 196608
+UBGEN_AOT ?= 1
+EMIT_KERNELS := $(if $(filter 0,$(UBGEN_AOT)),--no-kernels,)
 CC      ?= gcc
 NPROC   ?= $(shell nproc 2>/dev/null || echo 2)
 
 WARN     := -Wall -Wextra -Wshadow -Wno-unused-parameter
 CFLAGS   ?= -O2 -g
 BASE     := -std=c11 -D_GNU_SOURCE -fPIC $(WARN)
-LIBFLAGS := $(BASE) -fvisibility=hidden -fopenmp -DUBGEN_SOURCE_DIR='"$(CURDIR)"'
+LIBFLAGS := $(BASE) -fvisibility=hidden -fopenmp -DUBGEN_SOURCE_DIR='"$(CURDIR)"' -DUBGEN_JIT_MARCH='"$(MARCH)"'
 # every kernel: the flags that make gcc and tcc agree bit for bit (no FMA contraction)
 KFLAGS   := -std=c11 -O3 -march=$(MARCH) -ffp-contract=off -fno-math-errno -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-function
 LDLIBS   := -ljansson -ltcc -ldl -lm -lpthread
 
 GEN_CORE := diag strbuf json_loc expr spec_load variant ubplan render source emit fsutil specset bind strategy
 GEN_CLI  := cli cmd_list cmd_plan cmd_emit cmd_check shape_arg check_run
-RUNTIME  := messages config registry kernels pools grid ctx launch jit jit_tcc datadir op_rms_norm op_pending
+RUNTIME  := messages config registry kernels pools grid ctx launch jit jit_tcc jit_gcc datadir op_rms_norm op_pending
 
 GEN_OBJS := $(GEN_CORE:%=$(BUILD)/obj/gen/%.o)
 CLI_OBJS := $(GEN_CLI:%=$(BUILD)/obj/gen/%.o)
@@ -79,8 +82,13 @@ $(BOOT): $(GEN_OBJS) $(BUILD)/obj/gen/cli.o $(BUILD)/obj/gen/cmd_list.o $(BUILD)
 	$(CC) $(CFLAGS) -fopenmp $^ $(LDLIBS) -o $@
 
 # emitted sources -> objects, by a sub-make that sees the emitted file list
-$(BUILD)/gen/main/MANIFEST: $(BOOT) $(SPECS) $(TEMPLATES)
-	$(BOOT) emit --out $(BUILD)/gen/main --ub $(UB)
+$(BUILD)/gen/main/MANIFEST: $(BOOT) $(SPECS) $(TEMPLATES) $(BUILD)/aot-$(UBGEN_AOT).flag
+	$(BOOT) emit --out $(BUILD)/gen/main --ub $(UB) $(EMIT_KERNELS)
+	@touch $@
+# switching UBGEN_AOT re-emits
+$(BUILD)/aot-$(UBGEN_AOT).flag:
+	@mkdir -p $(@D)
+	@rm -f $(BUILD)/aot-*.flag
 	@touch $@
 $(KLIST): $(BUILD)/gen/main/MANIFEST
 	$(MAKE) -f mk/kernels.mk SRC=$(BUILD)/gen/main OBJ=$(BUILD)/kobj/main CC='$(CC)' KFLAGS='$(KFLAGS)'

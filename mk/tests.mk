@@ -24,12 +24,21 @@ $(BUILD)/tests/%: tests/%.c $(REF_OBJS) $(TKLIST) $(LIB_A) $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) $(CFLAGS) $< $(REF_OBJS) $$(cat $(TKLIST)) $(LIB_A) -lcriterion $(LDLIBS) -o $@
 
-test-build: $(TEST_BINS) $(UBGEN)
+# A library built with UBGEN_AOT=0 (no built-in kernels) must serve every
+# op through the JIT: built beside the main one, checked by its own test.
+NOAOT := $(BUILD)/noaot
+$(NOAOT)/lib/libubgen.a: $(SPECS) $(TEMPLATES) $(wildcard gen/*.c runtime/*.c) $(HEADERS)
+	$(MAKE) BUILD=$(NOAOT) UBGEN_AOT=0 $(NOAOT)/lib/libubgen.a
+$(BUILD)/tests/noaot_test: tests/noaot/test_noaot.c $(NOAOT)/lib/libubgen.a $(REF_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) $(CFLAGS) $< $(REF_OBJS) $(NOAOT)/lib/libubgen.a -lcriterion $(LDLIBS) -o $@
+
+test-build: $(TEST_BINS) $(UBGEN) $(BUILD)/tests/noaot_test
 
 # Criterion runs the tests of a binary in parallel (one process each)
 test: deps-test
 	$(MAKE) -j$(NPROC) all test-build
-	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t --jobs 2 --short-filename; done
+	@set -e; for t in $(TEST_BINS) $(BUILD)/tests/noaot_test; do echo "== $$t"; $$t --jobs 2 --short-filename; done
 	@echo "all test binaries passed"
 
 $(BUILD)/bench/%: bench/%.c $(BENCH_COMMON) $(LIB_A) $(HEADERS) $(wildcard bench/*.h)

@@ -74,6 +74,9 @@ ubg_status rt_config_resolve(ubg_ctx *ctx, const ubg_config *cfg) {
   ubg_status s = env_int("UBGEN_UB_GUARD", 0, 1, &guard, &set);
   if (s) return s;
   ctx->guard = guard == 1;
+  long async = 0;
+  if ((s = env_int("UBGEN_JIT_ASYNC", 0, 1, &async, &set))) return s;
+  ctx->jit_async = async == 1;
 
   const char *db = cfg->tuning_db ? cfg->tuning_db : getenv("UBGEN_TUNING_DB");
   const char *cache = cfg->cache_dir ? cfg->cache_dir : getenv("UBGEN_CACHE_DIR");

@@ -49,6 +49,12 @@ typedef struct {
   bool from_aot; /* the spec text came from an AOT registry */
 } rt_kernel;
 
+typedef struct {
+  int kind; /* RT_RAN_TCC or RT_RAN_GCC */
+  void *p;  /* TCCState, or dlopen handle */
+} rt_jit_state;
+enum { RT_MAX_ASYNC = 256 };
+
 typedef struct rt_block {
   struct rt_block *next;
   void *base;      /* what to free or unmap */
@@ -72,9 +78,12 @@ struct ubg_ctx {
   rt_block *free_arenas;
   rt_block *free_workspace;
   pthread_mutex_t jit_lock; /* one compile at a time per context */
-  void **jit_states;        /* compiled code to free with the context */
+  rt_jit_state *jit_states; /* compiled code to free with the context */
   int njit_states, cap_jit_states;
-  _Atomic int jit_compiles; /* how many variants this context compiled (tests) */
+  _Atomic int jit_compiles; /* variants this context compiled or swapped (tests) */
+  bool jit_async;           /* UBGEN_JIT_ASYNC=1 */
+  pthread_t async[RT_MAX_ASYNC]; /* background gcc builds, joined at destroy */
+  int nasync;
 };
 
 /* ---- messages (per thread, per context) ---- */
@@ -114,6 +123,11 @@ UBG_HIDDEN void rt_jit_free(ubg_ctx *ctx);
 UBG_HIDDEN extern const int rt_have_tcc; /* 0 in libubgen.so */
 UBG_HIDDEN ubg_status rt_tcc_compile(ubg_ctx *ctx, const char *name, const char *src, ubg_kernel_fn *fn, void **state);
 UBG_HIDDEN void rt_tcc_free(void *state);
+/* The variant from the gcc disk cache; with compile, built into it first
+ * when missing. *usable: the cache directory could be used. */
+UBG_HIDDEN ubg_status rt_gcc_get(ubg_ctx *ctx, const char *name, const char *src, int compile, ubg_kernel_fn *fn,
+                                 void **handle, bool *usable);
+UBG_HIDDEN void rt_gcc_free(void *handle);
 
 /* ---- the grid ---- */
 /* Runs programs 0..nprog-1 of one stage on up to nthreads workers, each

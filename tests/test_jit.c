@@ -1,18 +1,38 @@
-/* The runtime JIT (issue 3, tcc so far): every variant compiled by tcc gives
- * the same bits as the one built in; threads that need the same variants at
- * once compile each exactly once; a template with a C error is UBG_ECOMPILE
- * naming the variant and the source line; the result names its backend. */
+/* The runtime JIT: every variant compiled by tcc and by gcc gives the same
+ * bits as the one built in; threads that need the same variants at once
+ * compile each exactly once; processes racing on one gcc cache entry both
+ * succeed; a corrupt entry is rebuilt; an unsafe cache directory is refused
+ * (the call still succeeds, through tcc); a template with a C error is
+ * UBG_ECOMPILE naming the variant and the source line; the result names its
+ * backend; the async gcc build swaps its code in. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "internal.h" /* ctx->jit_compiles */
 #include "rms_norm_cases.h"
+
+static char cache[64];
+
+/* a fresh, private cache directory for the gcc backend */
+static void fresh_cache(void) {
+  snprintf(cache, sizeof cache, "/tmp/ubgen_test_cache_XXXXXX");
+  cr_assert_not_null(mkdtemp(cache));
+  setenv("UBGEN_CACHE_DIR", cache, 1);
+}
+
+static void drop_cache(void) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache);
+  if (system(cmd) != 0) cr_log_warn("could not remove %s", cache);
+}
 
 static ubg_ctx *make_ctx(ubg_backend backend, int threads) {
   ubg_config cfg = {0};
@@ -25,10 +45,12 @@ static ubg_ctx *make_ctx(ubg_backend backend, int threads) {
 
 /* every feasible variant of one pass and dtype, on a shape it applies to,
  * under the three castings, with w: tcc's bits against the built-in's */
-static void same_bits(const char *pass, int dt) {
+static void same_bits(const char *pass, int dt, ubg_backend backend) {
   tc_variants vs = tc_load_variants(pass, dt);
   cr_assert(vs.n > 0);
-  ubg_ctx *aot = make_ctx(UBG_BACKEND_AOT, 2), *tcc = make_ctx(UBG_BACKEND_TCC, 2);
+  if (backend == UBG_BACKEND_GCC) fresh_cache();
+  const char *suffix = backend == UBG_BACKEND_GCC ? "gcc" : "tcc";
+  ubg_ctx *aot = make_ctx(UBG_BACKEND_AOT, 2), *tcc = make_ctx(backend, 2);
   const size_t es = ref_dtype_bytes(dt);
   for (int i = 0; i < vs.n; i++) {
     const ug_variant *v = &vs.v[i];
@@ -58,10 +80,10 @@ static void same_bits(const char *pass, int dt) {
         cr_assert_eq(s, UBG_OK, "%s: %s", v->name, ubg_ctx_error(ctxs[c]));
       }
       char want[200];
-      snprintf(want, sizeof want, "%s@tcc", v->name);
+      snprintf(want, sizeof want, "%s@%s", v->name, suffix);
       cr_assert_str_eq(ubg_ctx_last_variant(tcc), want);
-      cr_assert(!memcmp(out[0], out[1], (size_t)n * es), "%s casting %d: tcc output differs from the built-in's",
-                v->name, casting);
+      cr_assert(!memcmp(out[0], out[1], (size_t)n * es), "%s casting %d: %s output differs from the built-in's",
+                v->name, casting, suffix);
       if (!strcmp(pass, "fwd")) cr_assert(!memcmp(rstd[0], rstd[1], (size_t)rows * 4), "%s: rstd differs", v->name);
       else cr_assert(!memcmp(dw[0], dw[1], (size_t)cols * es), "%s casting %d: dw differs", v->name, casting);
     }
@@ -72,14 +94,22 @@ static void same_bits(const char *pass, int dt) {
   ubg_ctx_destroy(aot);
   ubg_ctx_destroy(tcc);
   tc_free_variants(&vs);
+  if (backend == UBG_BACKEND_GCC) drop_cache();
 }
 
-Test(jit_tcc, fwd_f32_same_bits, .timeout = 120) { same_bits("fwd", UBG_F32); }
-Test(jit_tcc, fwd_f16_same_bits, .timeout = 120) { same_bits("fwd", UBG_F16); }
-Test(jit_tcc, fwd_bf16_same_bits, .timeout = 120) { same_bits("fwd", UBG_BF16); }
-Test(jit_tcc, bwd_f32_same_bits, .timeout = 120) { same_bits("bwd", UBG_F32); }
-Test(jit_tcc, bwd_f16_same_bits, .timeout = 120) { same_bits("bwd", UBG_F16); }
-Test(jit_tcc, bwd_bf16_same_bits, .timeout = 120) { same_bits("bwd", UBG_BF16); }
+Test(jit_tcc, fwd_f32_same_bits, .timeout = 120) { same_bits("fwd", UBG_F32, UBG_BACKEND_TCC); }
+Test(jit_tcc, fwd_f16_same_bits, .timeout = 120) { same_bits("fwd", UBG_F16, UBG_BACKEND_TCC); }
+Test(jit_tcc, fwd_bf16_same_bits, .timeout = 120) { same_bits("fwd", UBG_BF16, UBG_BACKEND_TCC); }
+Test(jit_tcc, bwd_f32_same_bits, .timeout = 120) { same_bits("bwd", UBG_F32, UBG_BACKEND_TCC); }
+Test(jit_tcc, bwd_f16_same_bits, .timeout = 120) { same_bits("bwd", UBG_F16, UBG_BACKEND_TCC); }
+Test(jit_tcc, bwd_bf16_same_bits, .timeout = 120) { same_bits("bwd", UBG_BF16, UBG_BACKEND_TCC); }
+/* every variant through gcc too: about 0.3 s of gcc each, 288 in all */
+Test(jit_gcc, fwd_f32_same_bits, .timeout = 300) { same_bits("fwd", UBG_F32, UBG_BACKEND_GCC); }
+Test(jit_gcc, fwd_f16_same_bits, .timeout = 300) { same_bits("fwd", UBG_F16, UBG_BACKEND_GCC); }
+Test(jit_gcc, fwd_bf16_same_bits, .timeout = 300) { same_bits("fwd", UBG_BF16, UBG_BACKEND_GCC); }
+Test(jit_gcc, bwd_f32_same_bits, .timeout = 300) { same_bits("bwd", UBG_F32, UBG_BACKEND_GCC); }
+Test(jit_gcc, bwd_f16_same_bits, .timeout = 300) { same_bits("bwd", UBG_F16, UBG_BACKEND_GCC); }
+Test(jit_gcc, bwd_bf16_same_bits, .timeout = 300) { same_bits("bwd", UBG_BF16, UBG_BACKEND_GCC); }
 
 /* 8 threads, each calling 8 shapes that need 8 different variants, in a
  * different order: 8 compiles in all */
@@ -167,4 +197,187 @@ Test(jit_tcc, backends_choose_as_documented) {
   cr_assert_eq(ubg_rms_norm_fwd(ctx, UBG_F32, 2, 40000, big, NULL, 1e-6f, 0, UBG_CAST_LLAMA, out, r2), UBG_OK);
   cr_assert_str_eq(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d65536_m1_n@tcc");
   ubg_ctx_destroy(ctx);
+}
+
+/* ---- the gcc disk cache ------------------------------------------------------- */
+
+/* one call of a variant the library does not have built in (a budget above
+ * the build's); returns the backend it ran on, "" on failure */
+static const char *big_call(ubg_ctx *ctx, char *ran, size_t n) {
+  static float x[2 * 40000], y[2 * 40000];
+  float r[2];
+  for (int i = 0; i < 2 * 40000; i++) x[i] = (float)(i % 13) - 6.0f;
+  ran[0] = '\0';
+  if (ubg_rms_norm_fwd(ctx, UBG_F32, 2, 40000, x, NULL, 1e-6f, 0, UBG_CAST_LLAMA, y, r) != UBG_OK) return ran;
+  double ss = 0;
+  for (int i = 0; i < 40000; i++) ss += (double)x[i] * x[i];
+  if (fabs(y[1] - x[1] / sqrt(ss / 40000 + 1e-6)) > 1e-5) return ran;
+  const char *at = strchr(ubg_ctx_last_variant(ctx), '@');
+  snprintf(ran, n, "%s", at ? at + 1 : "?");
+  return ran;
+}
+
+static ubg_ctx *big_ctx(ubg_backend backend) {
+  ubg_config cfg = {0};
+  cfg.ub_bytes = 1 << 20;
+  cfg.backend = backend;
+  cfg.threads = 1;
+  ubg_ctx *ctx;
+  cr_assert_eq(ubg_ctx_create(&cfg, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
+  return ctx;
+}
+
+static int count_files(const char *suffix, off_t *size) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "ls %s/*%s 2>/dev/null | wc -l", cache, suffix);
+  FILE *p = popen(cmd, "r");
+  int n = 0;
+  if (p && fscanf(p, "%d", &n) != 1) n = -1;
+  if (p) pclose(p);
+  if (size) {
+    snprintf(cmd, sizeof cmd, "stat -c %%s %s/*%s 2>/dev/null | head -n 1", cache, suffix);
+    p = popen(cmd, "r");
+    long s = -1;
+    if (p && fscanf(p, "%ld", &s) != 1) s = -1;
+    if (p) pclose(p);
+    *size = s;
+  }
+  return n;
+}
+
+Test(jit_gcc, cache_hit_in_a_new_context_and_auto_takes_it) {
+  fresh_cache();
+  char ran[16];
+  ubg_ctx *ctx = big_ctx(UBG_BACKEND_GCC);
+  cr_assert_str_eq(big_call(ctx, ran, sizeof ran), "gcc", "%s", ubg_ctx_error(ctx));
+  ubg_ctx_destroy(ctx);
+  cr_assert_eq(count_files(".so", NULL), 1);
+  cr_assert_eq(count_files(".sum", NULL), 1);
+  cr_assert_eq(count_files(".c", NULL), 0, "no source left behind");
+  /* AUTO: not built in, but in the cache */
+  ctx = big_ctx(UBG_BACKEND_AUTO);
+  cr_assert_str_eq(big_call(ctx, ran, sizeof ran), "gcc");
+  ubg_ctx_destroy(ctx);
+  drop_cache();
+}
+
+Test(jit_gcc, a_corrupt_entry_is_rebuilt) {
+  fresh_cache();
+  char ran[16], cmd[256];
+  ubg_ctx *ctx = big_ctx(UBG_BACKEND_GCC);
+  cr_assert_str_eq(big_call(ctx, ran, sizeof ran), "gcc");
+  ubg_ctx_destroy(ctx);
+  off_t size;
+  cr_assert_eq(count_files(".so", &size), 1);
+  cr_assert_gt(size, 1000);
+  /* truncated */
+  snprintf(cmd, sizeof cmd, "truncate -s 100 %s/*.so", cache);
+  cr_assert_eq(system(cmd), 0);
+  ctx = big_ctx(UBG_BACKEND_GCC);
+  cr_assert_str_eq(big_call(ctx, ran, sizeof ran), "gcc", "%s", ubg_ctx_error(ctx));
+  ubg_ctx_destroy(ctx);
+  off_t again;
+  cr_assert_eq(count_files(".so", &again), 1);
+  cr_assert_eq(again, size, "rebuilt whole");
+  /* same size, one byte changed */
+  snprintf(cmd, sizeof cmd, "printf 'X' | dd of=$(ls %s/*.so) bs=1 seek=600 conv=notrunc 2>/dev/null", cache);
+  cr_assert_eq(system(cmd), 0);
+  ctx = big_ctx(UBG_BACKEND_GCC);
+  cr_assert_str_eq(big_call(ctx, ran, sizeof ran), "gcc", "%s", ubg_ctx_error(ctx));
+  ubg_ctx_destroy(ctx);
+  drop_cache();
+}
+
+Test(jit_gcc, two_processes_racing_on_one_entry_both_succeed) {
+  fresh_cache();
+  pid_t kids[2];
+  for (int k = 0; k < 2; k++) {
+    kids[k] = fork();
+    if (kids[k] == 0) {
+      char ran[16];
+      ubg_ctx *ctx = big_ctx(UBG_BACKEND_GCC);
+      int ok = !strcmp(big_call(ctx, ran, sizeof ran), "gcc");
+      ubg_ctx_destroy(ctx);
+      _exit(ok ? 0 : 1);
+    }
+  }
+  for (int k = 0; k < 2; k++) {
+    int st;
+    cr_assert_eq(waitpid(kids[k], &st, 0), kids[k]);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "process %d failed", k);
+  }
+  cr_assert_eq(count_files(".so", NULL), 1, "one entry");
+  cr_assert_eq(count_files(".c", NULL) + count_files(".tmp", NULL), 0, "no temporaries left");
+  drop_cache();
+}
+
+Test(jit_gcc, a_group_writable_cache_dir_is_refused_and_the_call_still_succeeds) {
+  fresh_cache();
+  cr_assert_eq(chmod(cache, 0775), 0);
+  char log[128];
+  snprintf(log, sizeof log, "%s.log", cache);
+  setenv("UBGEN_LOG", log, 1);
+  char ran[16];
+  ubg_ctx *ctx = big_ctx(UBG_BACKEND_GCC);
+  cr_assert_str_eq(big_call(ctx, ran, sizeof ran), "tcc", "%s", ubg_ctx_error(ctx));
+  ubg_ctx_destroy(ctx);
+  unsetenv("UBGEN_LOG");
+  cr_assert_eq(count_files(".so", NULL), 0, "nothing written to the refused directory");
+  FILE *f = fopen(log, "r");
+  cr_assert_not_null(f, "the warning goes to UBGEN_LOG");
+  char text[4096] = "";
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  unlink(log);
+  cr_assert(strstr(text, "warning") && strstr(text, "writable by its group") && strstr(text, cache), "%s", text);
+  drop_cache();
+}
+
+Test(jit_gcc, a_c_error_is_ecompile_with_gccs_message) {
+  fresh_cache();
+  char dir[] = "/tmp/ubgen_test_jitg_XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  char path[300];
+  snprintf(path, sizeof path, "%s/bad.json", dir);
+  FILE *f = fopen(path, "w");
+  fputs("{\"ubgen_spec\": 1, \"kernel\": \"bad\", \"shape\": [\"n\"], \"dtypes\": [\"f32\"],\n"
+        " \"passes\": {\"fwd\": {\"template\": \"bad.c.tmpl\",\n"
+        "  \"args\": [{\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\", \"shape\": [\"n\"]},\n"
+        "           {\"name\": \"n\", \"type\": \"int\", \"min\": 1}],\n"
+        "  \"stages\": [{\"name\": \"all\", \"grid\": \"1\"}]}}}\n",
+        f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/bad.c.tmpl", dir);
+  f = fopen(path, "w");
+  fputs("{{> prelude.h}}\nUBG_KERNEL({{variant}}) {\n{{> args.h}}\n  out[0] = undeclared_name + 1;\n}\n", f);
+  fclose(f);
+  setenv("UBGEN_SPEC_PATH", dir, 1);
+  ubg_ctx *ctx = make_ctx(UBG_BACKEND_GCC, 1);
+  float out[4] = {0};
+  ubg_arg args[] = {{"out", UBG_ARG_PTR, {.p = out}}, {"n", UBG_ARG_I64, {.i = 4}}};
+  ubg_status s = ubg_launch(ctx, "bad", "fwd", UBG_F32, args, 2);
+  cr_assert_eq(s, UBG_ECOMPILE, "%s: %s", ubg_status_str(s), ubg_ctx_error(ctx));
+  cr_assert(strstr(ubg_ctx_error(ctx), "gcc could not compile bad_fwd_f32") &&
+                strstr(ubg_ctx_error(ctx), "undeclared_name"),
+            "%s", ubg_ctx_error(ctx));
+  ubg_ctx_destroy(ctx);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_assert_eq(system(cmd), 0);
+  drop_cache();
+}
+
+/* AUTO with UBGEN_JIT_ASYNC=1: tcc now, gcc in the background, then gcc */
+Test(jit_gcc, async_gcc_replaces_tcc_code_when_ready, .timeout = 60) {
+  fresh_cache();
+  setenv("UBGEN_JIT_ASYNC", "1", 1);
+  char ran[16];
+  ubg_ctx *ctx = big_ctx(UBG_BACKEND_AUTO);
+  cr_assert_str_eq(big_call(ctx, ran, sizeof ran), "tcc", "%s", ubg_ctx_error(ctx));
+  int waited = 0;
+  while (strcmp(big_call(ctx, ran, sizeof ran), "gcc") != 0 && waited++ < 400) usleep(50000);
+  cr_assert_str_eq(ran, "gcc", "the background build never arrived");
+  ubg_ctx_destroy(ctx);
+  drop_cache();
 }
