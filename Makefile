@@ -27,7 +27,7 @@ LDLIBS   := -ljansson -ltcc -ldl -lm -lpthread
 
 GEN_CORE := diag strbuf json_loc expr spec_load variant ubplan render source emit fsutil specset bind strategy
 GEN_CLI  := cli cmd_list cmd_plan cmd_emit cmd_check shape_arg check_run
-RUNTIME  := messages config registry kernels pools grid ctx launch jit jit_tcc jit_gcc datadir op_rms_norm op_pending
+RUNTIME  := messages config registry kernels pools grid ctx launch jit jit_tcc jit_gcc datadir vops op_rms_norm op_pending
 
 GEN_OBJS := $(GEN_CORE:%=$(BUILD)/obj/gen/%.o)
 CLI_OBJS := $(GEN_CLI:%=$(BUILD)/obj/gen/%.o)
@@ -62,6 +62,10 @@ $(BUILD)/obj/gen/%.o: gen/%.c $(HEADERS)
 $(BUILD)/obj/runtime/%.o: runtime/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(LIBFLAGS) $(CFLAGS) -c $< -o $@
+# the vector operations tcc kernels call: the kernels' flags, not the library's
+$(BUILD)/obj/runtime/vops.o: runtime/vops.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(KFLAGS) -c $< -o $@
 $(BUILD)/obj/runtime-so/jit_tcc.o: runtime/jit_tcc.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(LIBFLAGS) $(CFLAGS) -DUBG_NO_TCC -c $< -o $@

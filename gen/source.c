@@ -45,6 +45,7 @@ ug_value *ug_variant_values(const ug_variant *v) {
   rc |= ug_map_bool(m, "is_f16", dt == 1);
   rc |= ug_map_bool(m, "is_bf16", dt == 2);
   rc |= ug_map_int(m, "dtype_bytes", ug_dtype_bytes(dt));
+  rc |= ug_map_int(m, "dtype_code", dt); /* 0 f32, 1 f16, 2 bf16: the prelude's vector operations take it */
   rc |= ug_map_int(m, "footprint", v->footprint);
   for (int i = 0; i < p->naxes; i++) rc |= ug_map_int(m, p->axes[i].name, v->pt.axis[i]);
   if (p->has_tiled) rc |= ug_map_bool(m, "tiled", v->pt.tiled > 0);

@@ -200,6 +200,24 @@ UBG_INLINE void ubg_v_stream_bf16(void *p, ubg_i64 i, ubg_i16x16 h) {
 }
 #endif
 
+/* ---- vector operations over UB tiles, for tcc (runtime/vops.c) -----------
+ * tcc inlines nothing and has no vector code: its kernels call these, which
+ * gcc compiled into the library, once per tile or chunk. Each gives the bits
+ * of the scalar loop it replaces; dtype is 0 f32, 1 f16, 2 bf16. */
+void ubg_vop_load(float *dst, const void *src, ubg_i64 i0, ubg_i64 n, int dtype);   /* dst = src[i0 + k] */
+void ubg_vop_store(void *dst, ubg_i64 i0, const float *src, ubg_i64 n, int dtype, int stream);
+void ubg_vop_rnd(float *dst, const float *src, ubg_i64 n, int dtype);               /* rnd() */
+void ubg_vop_muls(float *dst, const float *a, float s, ubg_i64 n);                  /* a * s */
+void ubg_vop_mul(float *dst, const float *a, const float *b, ubg_i64 n);            /* a * b */
+void ubg_vop_adds(float *dst, const float *a, float s, ubg_i64 n);                  /* s + a */
+void ubg_vop_add(float *dst, const float *a, const float *b, ubg_i64 n);            /* a + b */
+void ubg_vop_axpby(float *dst, float alpha, const float *x, float beta, const float *y, ubg_i64 n);
+void ubg_vop_mac(float *acc, const float *a, const float *b, ubg_i64 n);            /* acc += a * b */
+void ubg_vop_fill(float *dst, float v, ubg_i64 n);
+void ubg_vop_copy(float *dst, const float *src, ubg_i64 n);
+void ubg_vop_lanes_dot(float *acc, const float *a, const float *b, ubg_i64 n);      /* ubg_lanes_dot */
+enum { UBG_VCHUNK = 256 }; /* elements per chunk where a tcc path stages data */
+
 /* Asks for bytes [0, n) of p to be brought into cache, to read (or, _w, to
  * write): the CPU's version of an NPU kernel loading its next tile into a
  * second UB buffer while it computes on the first. Kernels ask for a few

@@ -1,0 +1,115 @@
+/* Vector operations over UB tiles, for kernels tcc compiles.
+ *
+ * tcc inlines nothing and emits no vector code, so a kernel written as
+ * per-element helpers runs 100x slower under tcc than under gcc. The
+ * templates' __TINYC__ path therefore works like an NPU kernel's vector
+ * unit: one call per tile or chunk, "multiply this UB buffer by a scalar",
+ * "round it to bf16", "store it to global memory as f16". These functions
+ * are compiled by gcc with the kernels' flags (vectorized, -ffp-contract=off)
+ * and handed to tcc like the libm functions (runtime/jit_tcc.c).
+ *
+ * Each gives exactly the bits of the scalar loop it stands for: the same
+ * float operations in the same order per element, the prelude's conversions
+ * (with its AVX512-BF16 path, which has the scalar bits), and the prelude's
+ * lanes for the one reduction. test_jit checks every variant bit for bit. */
+#include "vops.h"
+
+#include "../templates/prelude.h"
+
+#define DT_F32 0
+#define DT_F16 1
+#define DT_BF16 2
+
+void ubg_vop_load(float *dst, const void *src, long long i0, long long n, int dtype) {
+  long long k;
+  if (dtype == DT_F32)
+    for (k = 0; k < n; k++) dst[k] = ubg_ld_f32(src, i0 + k);
+  else if (dtype == DT_F16)
+    for (k = 0; k < n; k++) dst[k] = ubg_ld_f16(src, i0 + k);
+  else
+    for (k = 0; k < n; k++) dst[k] = ubg_ld_bf16(src, i0 + k);
+}
+
+void ubg_vop_store(void *dst, long long i0, const float *src, long long n, int dtype, int stream) {
+  long long k = 0;
+  if (dtype == DT_F32) {
+    for (; k < n; k++) ubg_st_f32(dst, i0 + k, src[k]);
+  } else if (dtype == DT_F16) {
+    for (; k < n; k++) ubg_st_f16(dst, i0 + k, src[k]);
+  } else {
+#ifdef UBG_V16
+    for (; k + 16 <= n; k += 16) {
+      unsigned sub = 0;
+      ubg_i16x16 h = ubg_v_to_bf16(ubg_v_ld(src + k), &sub);
+      if (__builtin_expect(sub != 0, 0)) break;
+      if (stream) ubg_v_stream_bf16(dst, i0 + k, h);
+      else ubg_v_st_bf16(dst, i0 + k, h);
+    }
+#endif
+    for (; k < n; k++) ubg_st_bf16(dst, i0 + k, src[k]);
+  }
+  (void)stream;
+}
+
+void ubg_vop_rnd(float *dst, const float *src, long long n, int dtype) {
+  long long k = 0;
+  if (dtype == DT_F32) {
+    for (; k < n; k++) dst[k] = src[k];
+  } else if (dtype == DT_F16) {
+    for (; k < n; k++) dst[k] = ubg_rnd_f16(src[k]);
+  } else {
+#ifdef UBG_V16
+    for (; k + 16 <= n; k += 16) {
+      unsigned sub = 0;
+      ubg_f32x16 v = ubg_v_rnd_bf16(ubg_v_ld(src + k), &sub);
+      if (__builtin_expect(sub != 0, 0)) break;
+      ubg_v_st(dst + k, v);
+    }
+#endif
+    for (; k < n; k++) dst[k] = ubg_rnd_bf16(src[k]);
+  }
+}
+
+void ubg_vop_muls(float *dst, const float *a, float s, long long n) {
+  for (long long k = 0; k < n; k++) dst[k] = a[k] * s;
+}
+
+void ubg_vop_mul(float *dst, const float *a, const float *b, long long n) {
+  for (long long k = 0; k < n; k++) dst[k] = a[k] * b[k];
+}
+
+void ubg_vop_adds(float *dst, const float *a, float s, long long n) {
+  for (long long k = 0; k < n; k++) dst[k] = s + a[k];
+}
+
+void ubg_vop_add(float *dst, const float *a, const float *b, long long n) {
+  for (long long k = 0; k < n; k++) dst[k] = a[k] + b[k];
+}
+
+void ubg_vop_axpby(float *dst, float alpha, const float *x, float beta, const float *y, long long n) {
+  for (long long k = 0; k < n; k++) dst[k] = alpha * x[k] + beta * y[k];
+}
+
+void ubg_vop_mac(float *acc, const float *a, const float *b, long long n) {
+  for (long long k = 0; k < n; k++) acc[k] += a[k] * b[k];
+}
+
+void ubg_vop_copy(float *dst, const float *src, long long n) {
+  for (long long k = 0; k < n; k++) dst[k] = src[k];
+}
+
+void ubg_vop_fill(float *dst, float v, long long n) {
+  for (long long k = 0; k < n; k++) dst[k] = v;
+}
+
+void ubg_vop_lanes_dot(float *acc, const float *a, const float *b, long long n) { ubg_lanes_dot(acc, a, b, n); }
+
+const ubg_vop_symbol ubg_vop_symbols[] = {
+    {"ubg_vop_load", (const void *)ubg_vop_load},   {"ubg_vop_store", (const void *)ubg_vop_store},
+    {"ubg_vop_rnd", (const void *)ubg_vop_rnd},     {"ubg_vop_muls", (const void *)ubg_vop_muls},
+    {"ubg_vop_mul", (const void *)ubg_vop_mul},     {"ubg_vop_adds", (const void *)ubg_vop_adds},
+    {"ubg_vop_add", (const void *)ubg_vop_add},     {"ubg_vop_axpby", (const void *)ubg_vop_axpby},
+    {"ubg_vop_mac", (const void *)ubg_vop_mac},     {"ubg_vop_fill", (const void *)ubg_vop_fill},
+    {"ubg_vop_copy", (const void *)ubg_vop_copy},
+    {"ubg_vop_lanes_dot", (const void *)ubg_vop_lanes_dot}, {0, 0},
+};
