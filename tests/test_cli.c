@@ -889,11 +889,12 @@ Test(cli, check_failure_exits_1) {
   snprintf(src, sizeof src, "%s/templates/rms_norm_fwd.c.tmpl", UBGEN_SRC);
   char *t = slurp(src);
   cr_assert_not_null(t);
-  const char *st = "#define ST(p, i, v) ubg_st_{{dtype}}(p, i, v)";
+  /* rstd doubled: every code path (scalar, vector, tcc's) goes through rstd_of */
+  const char *st = "float r = 1.0f / sqrtf(";
   at = strstr(t, st);
-  cr_assert_not_null(at, "the shipped template defines ST as this test expects");
+  cr_assert_not_null(at, "the shipped template computes rstd as this test expects");
   mod = malloc(strlen(t) + 64);
-  sprintf(mod, "%.*s#define ST(p, i, v) ubg_st_{{dtype}}(p, i, 2.0f * (v))%s", (int)(at - t), t, at + strlen(st));
+  sprintf(mod, "%.*sfloat r = 2.0f / sqrtf(%s", (int)(at - t), t, at + strlen(st));
   dst = path_in(dir, "rms_norm_fwd.c.tmpl");
   write_file(dst, mod);
   free(dst);
@@ -1161,16 +1162,16 @@ Test(cli, user_copy_of_shipped_spec_runs_the_users_template) {
   run_result r = ubgen("check rms_norm.fwd --dtype f32 --specs %s", dir);
   assert_status(r, 0);
   run_free(&r);
-  /* the scalar no-w loop: y = x * rstd becomes 2 * x * rstd */
-  const char *from = "for (; d < n; d++) ST(y, base + d, xr[d] * r);";
+  /* rstd, and so y, doubled: every code path goes through rstd_of */
+  const char *from = "float r = 1.0f / sqrtf(";
   char *at = strstr(tmpl, from);
   cr_assert_not_null(at, "the template changed; update this test");
   char *changed = malloc(strlen(tmpl) + 16);
-  sprintf(changed, "%.*sfor (; d < n; d++) ST(y, base + d, 2.0f * xr[d] * r);%s", (int)(at - tmpl), tmpl, at + strlen(from));
+  sprintf(changed, "%.*sfloat r = 2.0f / sqrtf(%s", (int)(at - tmpl), tmpl, at + strlen(from));
   write_file(tmpl_out, changed);
   r = ubgen("check rms_norm.fwd --dtype f32 --specs %s", dir);
   assert_status(r, 1);
-  cr_assert(strstr(r.out, "FAIL") && strstr(r.out, "y["), "%s", r.out);
+  cr_assert(strstr(r.out, "FAIL") && (strstr(r.out, "y[") || strstr(r.out, "rstd[")), "%s", r.out);
   run_free(&r);
   free(dir), free(spec_in), free(text), free(spec), free(tmpl_in), free(tmpl), free(tmpl_out), free(changed);
 }
