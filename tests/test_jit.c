@@ -139,9 +139,9 @@ Test(jit_tcc, concurrent_callers_compile_each_variant_once) {
   ubg_ctx_destroy(shared);
 }
 
-/* a user's kernel whose template does not compile */
-Test(jit_tcc, c_error_in_a_template_is_ecompile) {
-  char dir[] = "/tmp/ubgen_test_jit_XXXXXX";
+/* a user's kernel (spec and template in a new directory, put on
+ * UBGEN_SPEC_PATH) whose template does not compile */
+static void write_bad_kernel(char *dir) {
   cr_assert_not_null(mkdtemp(dir));
   char path[300];
   snprintf(path, sizeof path, "%s/bad.json", dir);
@@ -158,6 +158,11 @@ Test(jit_tcc, c_error_in_a_template_is_ecompile) {
   fputs("{{> prelude.h}}\nUBG_KERNEL({{variant}}) {\n{{> args.h}}\n  out[0] = undeclared_name + 1;\n}\n", f);
   fclose(f);
   setenv("UBGEN_SPEC_PATH", dir, 1);
+}
+
+Test(jit_tcc, c_error_in_a_template_is_ecompile) {
+  char dir[] = "/tmp/ubgen_test_jit_XXXXXX";
+  write_bad_kernel(dir);
   ubg_ctx *ctx = make_ctx(UBG_BACKEND_AUTO, 1);
   float out[4] = {0};
   ubg_arg args[] = {{"out", UBG_ARG_PTR, {.p = out}}, {"n", UBG_ARG_I64, {.i = 4}}};
@@ -337,22 +342,7 @@ Test(jit_gcc, a_group_writable_cache_dir_is_refused_and_the_call_still_succeeds)
 Test(jit_gcc, a_c_error_is_ecompile_with_gccs_message) {
   fresh_cache();
   char dir[] = "/tmp/ubgen_test_jitg_XXXXXX";
-  cr_assert_not_null(mkdtemp(dir));
-  char path[300];
-  snprintf(path, sizeof path, "%s/bad.json", dir);
-  FILE *f = fopen(path, "w");
-  fputs("{\"ubgen_spec\": 1, \"kernel\": \"bad\", \"shape\": [\"n\"], \"dtypes\": [\"f32\"],\n"
-        " \"passes\": {\"fwd\": {\"template\": \"bad.c.tmpl\",\n"
-        "  \"args\": [{\"name\": \"out\", \"type\": \"f32\", \"role\": \"out\", \"shape\": [\"n\"]},\n"
-        "           {\"name\": \"n\", \"type\": \"int\", \"min\": 1}],\n"
-        "  \"stages\": [{\"name\": \"all\", \"grid\": \"1\"}]}}}\n",
-        f);
-  fclose(f);
-  snprintf(path, sizeof path, "%s/bad.c.tmpl", dir);
-  f = fopen(path, "w");
-  fputs("{{> prelude.h}}\nUBG_KERNEL({{variant}}) {\n{{> args.h}}\n  out[0] = undeclared_name + 1;\n}\n", f);
-  fclose(f);
-  setenv("UBGEN_SPEC_PATH", dir, 1);
+  write_bad_kernel(dir);
   ubg_ctx *ctx = make_ctx(UBG_BACKEND_GCC, 1);
   float out[4] = {0};
   ubg_arg args[] = {{"out", UBG_ARG_PTR, {.p = out}}, {"n", UBG_ARG_I64, {.i = 4}}};
