@@ -12,16 +12,15 @@
  * float operations in the same order per element, the prelude's conversions
  * (with its AVX512-BF16 path, which has the scalar bits), and the prelude's
  * lanes for the one reduction. test_jit checks every variant bit for bit. */
-#include "vops.h"
-
 #include "../templates/prelude.h"
+#include "vops.h"
 
 #define DT_F32 0
 #define DT_F16 1
 #define DT_BF16 2
 
-void ubg_vop_load(float *dst, const void *src, long long i0, long long n, int dtype) {
-  long long k;
+void ubg_vop_load(float *dst, const void *src, ubg_i64 i0, ubg_i64 n, int dtype) {
+  ubg_i64 k;
   if (dtype == DT_F32)
     for (k = 0; k < n; k++) dst[k] = ubg_ld_f32(src, i0 + k);
   else if (dtype == DT_F16)
@@ -30,8 +29,8 @@ void ubg_vop_load(float *dst, const void *src, long long i0, long long n, int dt
     for (k = 0; k < n; k++) dst[k] = ubg_ld_bf16(src, i0 + k);
 }
 
-void ubg_vop_store(void *dst, long long i0, const float *src, long long n, int dtype, int stream) {
-  long long k = 0;
+void ubg_vop_store(void *dst, ubg_i64 i0, const float *src, ubg_i64 n, int dtype, int stream) {
+  ubg_i64 k = 0;
   if (dtype == DT_F32) {
     for (; k < n; k++) ubg_st_f32(dst, i0 + k, src[k]);
   } else if (dtype == DT_F16) {
@@ -51,8 +50,8 @@ void ubg_vop_store(void *dst, long long i0, const float *src, long long n, int d
   (void)stream;
 }
 
-void ubg_vop_rnd(float *dst, const float *src, long long n, int dtype) {
-  long long k = 0;
+void ubg_vop_rnd(float *dst, const float *src, ubg_i64 n, int dtype) {
+  ubg_i64 k = 0;
   if (dtype == DT_F32) {
     for (; k < n; k++) dst[k] = src[k];
   } else if (dtype == DT_F16) {
@@ -70,39 +69,39 @@ void ubg_vop_rnd(float *dst, const float *src, long long n, int dtype) {
   }
 }
 
-void ubg_vop_muls(float *dst, const float *a, float s, long long n) {
-  for (long long k = 0; k < n; k++) dst[k] = a[k] * s;
+void ubg_vop_muls(float *dst, const float *a, float s, ubg_i64 n) {
+  for (ubg_i64 k = 0; k < n; k++) dst[k] = a[k] * s;
 }
 
-void ubg_vop_mul(float *dst, const float *a, const float *b, long long n) {
-  for (long long k = 0; k < n; k++) dst[k] = a[k] * b[k];
+void ubg_vop_mul(float *dst, const float *a, const float *b, ubg_i64 n) {
+  for (ubg_i64 k = 0; k < n; k++) dst[k] = a[k] * b[k];
 }
 
-void ubg_vop_adds(float *dst, const float *a, float s, long long n) {
-  for (long long k = 0; k < n; k++) dst[k] = s + a[k];
+void ubg_vop_adds(float *dst, const float *a, float s, ubg_i64 n) {
+  for (ubg_i64 k = 0; k < n; k++) dst[k] = s + a[k];
 }
 
-void ubg_vop_add(float *dst, const float *a, const float *b, long long n) {
-  for (long long k = 0; k < n; k++) dst[k] = a[k] + b[k];
+void ubg_vop_add(float *dst, const float *a, const float *b, ubg_i64 n) {
+  for (ubg_i64 k = 0; k < n; k++) dst[k] = a[k] + b[k];
 }
 
-void ubg_vop_axpby(float *dst, float alpha, const float *x, float beta, const float *y, long long n) {
-  for (long long k = 0; k < n; k++) dst[k] = alpha * x[k] + beta * y[k];
+void ubg_vop_axpby(float *dst, float alpha, const float *x, float beta, const float *y, ubg_i64 n) {
+  for (ubg_i64 k = 0; k < n; k++) dst[k] = alpha * x[k] + beta * y[k];
 }
 
-void ubg_vop_mac(float *acc, const float *a, const float *b, long long n) {
-  for (long long k = 0; k < n; k++) acc[k] += a[k] * b[k];
+void ubg_vop_mac(float *acc, const float *a, const float *b, ubg_i64 n) {
+  for (ubg_i64 k = 0; k < n; k++) acc[k] += a[k] * b[k];
 }
 
-void ubg_vop_copy(float *dst, const float *src, long long n) {
-  for (long long k = 0; k < n; k++) dst[k] = src[k];
+void ubg_vop_copy(float *dst, const float *src, ubg_i64 n) {
+  for (ubg_i64 k = 0; k < n; k++) dst[k] = src[k];
 }
 
-void ubg_vop_fill(float *dst, float v, long long n) {
-  for (long long k = 0; k < n; k++) dst[k] = v;
+void ubg_vop_fill(float *dst, float v, ubg_i64 n) {
+  for (ubg_i64 k = 0; k < n; k++) dst[k] = v;
 }
 
-void ubg_vop_lanes_dot(float *acc, const float *a, const float *b, long long n) { ubg_lanes_dot(acc, a, b, n); }
+void ubg_vop_lanes_dot(float *acc, const float *a, const float *b, ubg_i64 n) { ubg_lanes_dot(acc, a, b, n); }
 
 const ubg_vop_symbol ubg_vop_symbols[] = {
     {"ubg_vop_load", (const void *)ubg_vop_load},   {"ubg_vop_store", (const void *)ubg_vop_store},
