@@ -27,7 +27,7 @@ LDLIBS   := -ljansson -ltcc -ldl -lm -lpthread
 
 GEN_CORE := diag strbuf json_loc expr spec_load variant ubplan render source emit fsutil specset bind strategy
 GEN_CLI  := cli cmd_list cmd_plan cmd_emit cmd_check shape_arg check_run
-RUNTIME  := messages config registry kernels pools grid ctx launch jit jit_tcc jit_gcc datadir vops op_rms_norm op_pending
+RUNTIME  := messages config registry kernels pools grid ctx launch jit jit_tcc jit_gcc datadir vops op_rms_norm op_embedding op_attn_res op_pending
 
 GEN_OBJS := $(GEN_CORE:%=$(BUILD)/obj/gen/%.o)
 CLI_OBJS := $(GEN_CLI:%=$(BUILD)/obj/gen/%.o)

@@ -93,9 +93,14 @@ int ck_run_case(ubg_ctx *ctx, const ug_pass *p, const ref_entry *ref, int dtype,
       const ug_init *init = NULL;
       for (int k = 0; k < p->ninits; k++)
         if (p->inits[k].arg == i) init = &p->inits[k];
+      int64_t lo = 0, hi = 0;
+      ug_expr_err err;
+      bool ranged = !init && a->range_lo && ug_expr_eval(a->range_lo, env, &lo, &err) == 0 &&
+                    ug_expr_eval(a->range_hi, env, &hi, &err) == 0 && lo < hi;
       for (int64_t e = 0; e < count; e++) {
         double v;
-        if (init && init->integer) v = floor(init->lo + uniform(&seed) * (init->hi - init->lo + 1));
+        if (ranged) v = (double)(lo + (int64_t)(uniform(&seed) * (double)(hi - lo)));
+        else if (init && init->integer) v = floor(init->lo + uniform(&seed) * (init->hi - init->lo + 1));
         else if (init) v = init->lo + uniform(&seed) * (init->hi - init->lo);
         else v = normal(&seed);
         if (rdt >= 0) ref_store(bufs[i], e, rdt, v);

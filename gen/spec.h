@@ -52,6 +52,8 @@ typedef struct {
   ug_expr *shape[UG_MAX_RANK];
   char **may_alias;     /* tensors this one may be exactly equal to */
   int nmay_alias;
+  ug_expr *range_lo, *range_hi; /* integer input tensors: every element in [lo, hi), or NULL */
+  ug_expr *range_except;        /* ... or equal to this (an ignore_index), or NULL */
   bool has_min, has_max; /* ints */
   int64_t min, max;
   int64_t *values;      /* ints: allowed values, or NULL */

@@ -453,7 +453,7 @@ static int parse_elem(L *l, json_t *v, const ug_jloc *at, bool scalars_ok, ug_el
  * symbol table exists. */
 static int load_args(L *l, json_t *v, const ug_jloc *at, ug_pass *p) {
   static const char *const keys[] = {"name", "type", "role", "shape", "optional", "may_alias", "min", "max",
-                                     "values", "names", "allow_nonfinite", "default", NULL};
+                                     "values", "names", "allow_nonfinite", "default", "range", "range_except", NULL};
   if (want(l, v, at, JSON_ARRAY, "\"args\"") < 0) return -1;
   if (json_array_size(v) == 0) return fail_at(l, at->at, "\"args\" must not be empty");
   if (json_array_size(v) > UG_MAX_ARGS) return fail_at(l, at->at, "at most %d args", UG_MAX_ARGS);
@@ -478,7 +478,7 @@ static int load_args(L *l, json_t *v, const ug_jloc *at, ug_pass *p) {
     f = member(e, eat, "type", &k);
     if (require(l, f, eat, "type", "an arg") < 0 || parse_elem(l, f, k, true, &a->elem, &a->kind) < 0) return -1;
     bool tensor = a->kind == UG_ARG_TENSOR;
-    static const char *const tensor_only[] = {"role", "shape", "optional", "may_alias", NULL};
+    static const char *const tensor_only[] = {"role", "shape", "optional", "may_alias", "range", "range_except", NULL};
     static const char *const int_only[] = {"min", "max", "values", "names", NULL};
     for (const char *const *t = tensor_only; *t; t++)
       if (!tensor && json_object_get(e, *t))
@@ -502,6 +502,11 @@ static int load_args(L *l, json_t *v, const ug_jloc *at, ug_pass *p) {
         a->optional = json_is_true(f);
       }
       if (!json_object_get(e, "shape")) return require(l, NULL, eat, "shape", "a tensor arg");
+      bool integer = a->elem == UG_ELEM_I64 || a->elem == UG_ELEM_I32 || a->elem == UG_ELEM_U8;
+      if ((f = member(e, eat, "range", &k)) && (!integer || a->role != UG_ROLE_IN))
+        return fail_at(l, k->at, "\"range\" applies to integer input tensors (i64, i32, u8 with role in)");
+      if ((f = member(e, eat, "range_except", &k)) && !json_object_get(e, "range"))
+        return fail_at(l, k->at, "\"range_except\" needs \"range\"");
     } else if (a->kind == UG_ARG_INT) {
       f = member(e, eat, "min", &k);
       if (f && get_int(l, f, k, "\"min\"", INT64_MIN, INT64_MAX, &a->min) < 0) return -1;
@@ -590,6 +595,17 @@ static int load_arg_shapes(L *l, json_t *v, const ug_jloc *at, ug_pass *p) {
         if (t < 0 || p->args[t].kind != UG_ARG_TENSOR || t == i)
           return fail_at(l, jat->at, "\"may_alias\" must name another tensor arg; \"%s\" is not one", a->may_alias[j]);
       }
+    }
+    const ug_jloc *rat;
+    json_t *range = member(e, eat, "range", &rat);
+    if (range) {
+      if (want(l, range, rat, JSON_ARRAY, "\"range\"") < 0) return -1;
+      if (json_array_size(range) != 2) return fail_at(l, rat->at, "\"range\" is [lo, hi): two expressions");
+      if (get_expr(l, json_array_get(range, 0), ug_jloc_index(rat, 0), p, ALLOW_INTS, 0, "a range bound", &a->range_lo) < 0 ||
+          get_expr(l, json_array_get(range, 1), ug_jloc_index(rat, 1), p, ALLOW_INTS, 0, "a range bound", &a->range_hi) < 0)
+        return -1;
+      json_t *ex = member(e, eat, "range_except", &rat);
+      if (ex && get_expr(l, ex, rat, p, ALLOW_INTS, 0, "\"range_except\"", &a->range_except) < 0) return -1;
     }
   }
   return 0;
@@ -1082,6 +1098,9 @@ static void free_pass(ug_pass *p) {
     for (int j = 0; j < a->rank; j++) ug_expr_free(a->shape[j]);
     for (int j = 0; j < a->nmay_alias; j++) free(a->may_alias[j]);
     free(a->may_alias);
+    ug_expr_free(a->range_lo);
+    ug_expr_free(a->range_hi);
+    ug_expr_free(a->range_except);
     free(a->values);
     if (a->value_names)
       for (int j = 0; j < a->nvalues; j++) free(a->value_names[j]);

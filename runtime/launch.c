@@ -192,6 +192,42 @@ static ubg_status check_overlaps(const call *c, const ubg_slot *slots, const int
   return UBG_OK;
 }
 
+static int64_t element_at(const void *base, size_t esize, int64_t i) {
+  if (esize == 8) return ((const int64_t *)base)[i];
+  if (esize == 4) return ((const int32_t *)base)[i];
+  return ((const uint8_t *)base)[i];
+}
+
+/* Index tensors with a "range": every element in [lo, hi) (or equal to
+ * range_except), checked before anything runs so a bad index writes
+ * nothing; UBG_ERANGE names the first bad position and its value. */
+static ubg_status check_ranges(const call *c, const ubg_slot *slots, const int64_t *env, int dtype, const int64_t *bytes) {
+  const ug_pass *p = c->p;
+  for (int ai = 0; ai < p->nargs; ai++) {
+    const ug_arg *a = &p->args[ai];
+    if (!a->range_lo || !bytes[ai]) continue;
+    int64_t lo, hi, except = 0;
+    ug_expr_err err;
+    if (ug_expr_eval(a->range_lo, env, &lo, &err) < 0 || ug_expr_eval(a->range_hi, env, &hi, &err) < 0 ||
+        (a->range_except && ug_expr_eval(a->range_except, env, &except, &err) < 0))
+      return rt_fail(c->ctx, UBG_EINVAL, "%s: range of %s: %s", c->what, a->name, err.msg);
+    size_t esize = ug_elem_bytes(a->elem, dtype);
+    int64_t n = bytes[ai] / (int64_t)esize;
+    for (int64_t i = 0; i < n; i++) {
+      int64_t v = element_at(slots[ai].p, esize, i);
+      if ((v < lo || v >= hi) && !(a->range_except && v == except)) {
+        char exc[96] = "";
+        if (a->range_except)
+          snprintf(exc, sizeof exc, " and is not %s = %lld", ug_expr_source(a->range_except), (long long)except);
+        return rt_fail(c->ctx, UBG_ERANGE, "%s: %s[%lld] = %lld is outside [%s, %s) = [%lld, %lld)%s", c->what, a->name,
+                       (long long)i, (long long)v, ug_expr_source(a->range_lo), ug_expr_source(a->range_hi),
+                       (long long)lo, (long long)hi, exc);
+      }
+    }
+  }
+  return UBG_OK;
+}
+
 static ubg_status choose(const call *c, rt_pass *rp, int dtype, int64_t *env, int *index) {
   ubg_ctx *ctx = (ubg_ctx *)c->ctx;
   const ug_pass *p = c->p;
@@ -243,6 +279,7 @@ ubg_status rt_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dty
   int index = -1;
   if ((s = match_args(&c, args, nargs, slots)) || (s = check_values(&c, slots, env)) ||
       (s = size_tensors(&c, slots, env, (int)dtype, bytes)) || (s = check_overlaps(&c, slots, bytes)) ||
+      (s = check_ranges(&c, slots, env, (int)dtype, bytes)) ||
       (s = choose(&c, rp, (int)dtype, env, &index))) {
     free(env);
     return s;

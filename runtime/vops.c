@@ -103,6 +103,13 @@ void ubg_vop_fill(float *dst, float v, ubg_i64 n) {
 
 void ubg_vop_lanes_dot(float *acc, const float *a, const float *b, ubg_i64 n) { ubg_lanes_dot(acc, a, b, n); }
 
+/* ubg_copy and ubg_zero of the prelude, for tcc (the prelude declares these
+ * only when __TINYC__ is defined) */
+void ubg_vop_copy_bytes(void *dst, const void *src, ubg_i64 n, int stream);
+void ubg_vop_zero_bytes(void *dst, ubg_i64 n, int stream);
+void ubg_vop_copy_bytes(void *dst, const void *src, ubg_i64 n, int stream) { ubg_copy(dst, src, n, stream); }
+void ubg_vop_zero_bytes(void *dst, ubg_i64 n, int stream) { ubg_zero(dst, n, stream); }
+
 const ubg_vop_symbol ubg_vop_symbols[] = {
     {"ubg_vop_load", (const void *)ubg_vop_load},   {"ubg_vop_store", (const void *)ubg_vop_store},
     {"ubg_vop_rnd", (const void *)ubg_vop_rnd},     {"ubg_vop_muls", (const void *)ubg_vop_muls},
@@ -110,5 +117,7 @@ const ubg_vop_symbol ubg_vop_symbols[] = {
     {"ubg_vop_add", (const void *)ubg_vop_add},     {"ubg_vop_axpby", (const void *)ubg_vop_axpby},
     {"ubg_vop_mac", (const void *)ubg_vop_mac},     {"ubg_vop_fill", (const void *)ubg_vop_fill},
     {"ubg_vop_copy", (const void *)ubg_vop_copy},
-    {"ubg_vop_lanes_dot", (const void *)ubg_vop_lanes_dot}, {0, 0},
+    {"ubg_vop_lanes_dot", (const void *)ubg_vop_lanes_dot},
+    {"ubg_vop_copy_bytes", (const void *)ubg_vop_copy_bytes},
+    {"ubg_vop_zero_bytes", (const void *)ubg_vop_zero_bytes}, {0, 0},
 };

@@ -200,6 +200,66 @@ UBG_INLINE void ubg_v_stream_bf16(void *p, ubg_i64 i, ubg_i16x16 h) {
 }
 #endif
 
+/* ---- moving bytes -----------------------------------------------------------
+ * ubg_copy: dst[0, n) = src[0, n) (bytes, no overlap); ubg_zero: dst = 0.
+ * stream: dst bypasses the caches where it is 16-byte aligned (an output
+ * larger than the caches that nobody reads back soon; saves reading each
+ * line before writing it); the stage must end with UBG_SFENCE(). For tcc
+ * these are library calls (runtime/vops.c), gcc inlines them. */
+#if defined(__GNUC__) && !defined(__TINYC__) && defined(__SSE2__)
+typedef long long ubg_i64v2 __attribute__((vector_size(16)));
+UBG_INLINE void ubg_copy(void *dst, const void *src, ubg_i64 n, int stream) {
+  ubg_u8 *d = (ubg_u8 *)dst;
+  const ubg_u8 *s = (const ubg_u8 *)src;
+  if (stream && n >= 256) {
+    ubg_i64 head = (ubg_i64)((16 - ((unsigned long)d & 15)) & 15), k;
+    __builtin_memcpy(d, s, (unsigned long)head);
+    for (k = head; k + 64 <= n; k += 64) {
+      ubg_i64v2 a, b, c, e;
+      __builtin_memcpy(&a, s + k, 16);
+      __builtin_memcpy(&b, s + k + 16, 16);
+      __builtin_memcpy(&c, s + k + 32, 16);
+      __builtin_memcpy(&e, s + k + 48, 16);
+      __builtin_ia32_movntdq((ubg_i64v2 *)(d + k), a);
+      __builtin_ia32_movntdq((ubg_i64v2 *)(d + k + 16), b);
+      __builtin_ia32_movntdq((ubg_i64v2 *)(d + k + 32), c);
+      __builtin_ia32_movntdq((ubg_i64v2 *)(d + k + 48), e);
+    }
+    __builtin_memcpy(d + k, s + k, (unsigned long)(n - k));
+    return;
+  }
+  __builtin_memcpy(d, s, (unsigned long)n);
+}
+UBG_INLINE void ubg_zero(void *dst, ubg_i64 n, int stream) {
+  ubg_u8 *d = (ubg_u8 *)dst;
+  if (stream && n >= 256) {
+    ubg_i64 head = (ubg_i64)((16 - ((unsigned long)d & 15)) & 15), k;
+    const ubg_i64v2 z = {0, 0};
+    __builtin_memset(d, 0, (unsigned long)head);
+    for (k = head; k + 16 <= n; k += 16) __builtin_ia32_movntdq((ubg_i64v2 *)(d + k), z);
+    __builtin_memset(d + k, 0, (unsigned long)(n - k));
+    return;
+  }
+  __builtin_memset(d, 0, (unsigned long)n);
+}
+#elif defined(__TINYC__)
+void ubg_vop_copy_bytes(void *dst, const void *src, ubg_i64 n, int stream);
+void ubg_vop_zero_bytes(void *dst, ubg_i64 n, int stream);
+#define ubg_copy(d, s, n, stream) ubg_vop_copy_bytes((d), (s), (n), (stream))
+#define ubg_zero(d, n, stream) ubg_vop_zero_bytes((d), (n), (stream))
+#else
+UBG_INLINE void ubg_copy(void *dst, const void *src, ubg_i64 n, int stream) {
+  ubg_i64 k;
+  (void)stream;
+  for (k = 0; k < n; k++) ((ubg_u8 *)dst)[k] = ((const ubg_u8 *)src)[k];
+}
+UBG_INLINE void ubg_zero(void *dst, ubg_i64 n, int stream) {
+  ubg_i64 k;
+  (void)stream;
+  for (k = 0; k < n; k++) ((ubg_u8 *)dst)[k] = 0;
+}
+#endif
+
 /* ---- vector operations over UB tiles, for tcc (runtime/vops.c) -----------
  * tcc inlines nothing and has no vector code: its kernels call these, which
  * gcc compiled into the library, once per tile or chunk. Each gives the bits
