@@ -2,16 +2,7 @@
 #ifndef UBG_TEST_RMS_NORM_CASES_H
 #define UBG_TEST_RMS_NORM_CASES_H
 
-#include <math.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "../gen/spec.h"
-#include "../gen/ubplan.h"
-#include "../gen/variant.h"
-#include "ref/ref.h"
-#include "ubgen.h"
+#include "test_util.h"
 
 /* Tolerances no looser than Liger-Kernel's test_rms_norm.py (f32: 1e-4 /
  * 1e-6, bf16: 2e-1 / 2e-2). Liger has no f16 case; f16 has 3 more mantissa
@@ -19,58 +10,8 @@
 static const double tol_atol[3] = {1e-4, 1e-2, 2e-1};
 static const double tol_rtol[3] = {1e-6, 1e-2, 2e-2};
 
-static inline uint64_t tc_next(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-static inline double tc_normal(uint64_t *s) {
-  double u = (double)(tc_next(s) >> 11) * 0x1.0p-53 + 1e-300;
-  double v = (double)(tc_next(s) >> 11) * 0x1.0p-53;
-  return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
-}
-
-/* n values of N(mean, sd) stored in dtype */
-static inline void *tc_tensor(int dtype, int64_t n, double mean, double sd, uint64_t seed) {
-  void *p = malloc((size_t)(n ? n : 1) * ref_dtype_bytes(dtype));
-  for (int64_t i = 0; i < n; i++) ref_store(p, i, dtype, mean + sd * tc_normal(&seed));
-  return p;
-}
-
-/* The feasible variants of rms_norm.<pass> for dtype at the default budget,
- * from the shipped spec. */
-typedef struct {
-  ug_kernel *spec;
-  ug_variant *v;
-  int n;
-} tc_variants;
-
 static inline tc_variants tc_load_variants(const char *pass, int dtype) {
-  tc_variants out = {0};
-  ug_diag d;
-  out.spec = ug_spec_load_file(UBGEN_SRC "/specs/rms_norm.json", &d);
-  if (!out.spec) return out;
-  const ug_pass *p = ug_spec_pass(out.spec, pass);
-  ug_variant *all;
-  int n;
-  if (!p || ug_enumerate(p, dtype, &all, &n, &d) < 0) return out;
-  ug_budget b = {UG_DEFAULT_UB_BYTES, 0};
-  out.v = calloc((size_t)n + 1, sizeof *out.v);
-  for (int i = 0; i < n; i++)
-    if (ug_fits(&all[i], &b)) out.v[out.n++] = all[i];
-  free(all);
-  return out;
+  return tc_kernel_variants("rms_norm", pass, dtype);
 }
-
-static inline void tc_free_variants(tc_variants *t) {
-  free(t->v);
-  ug_spec_free(t->spec);
-}
-
-/* BLOCK_D and tiled of a variant (axis 0 is BLOCK_D) */
-static inline int64_t tc_block_d(const ug_variant *v) { return v->pt.axis[0]; }
-static inline int tc_applies(const ug_variant *v, int64_t cols) { return v->pt.tiled || tc_block_d(v) >= cols; }
 
 #endif

@@ -31,3 +31,33 @@ Test(noaot, every_call_is_compiled_and_right) {
   ubg_ctx_destroy(ctx);
   free(x), free(w);
 }
+
+/* the later kernels through their typed entry points, compiled on first use */
+Test(noaot, embedding_and_attn_res_are_compiled_and_right) {
+  ubg_ctx *ctx;
+  cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
+  float *table = tc_tensor(REF_F32, 50 * 20, 0, 1, 3), out[7 * 20];
+  int64_t idx[7] = {3, 49, 0, 3, 17, 17, 8};
+  cr_assert_eq(ubg_embedding_fwd(ctx, UBG_F32, 50, 20, table, 7, idx, out), UBG_OK, "%s", ubg_ctx_error(ctx));
+  cr_assert(strstr(ubg_ctx_last_variant(ctx), "embedding_fwd_f32_d32_") && strstr(ubg_ctx_last_variant(ctx), "@tcc"),
+            "%s", ubg_ctx_last_variant(ctx));
+  for (int i = 0; i < 7; i++) cr_assert(!memcmp(out + i * 20, table + idx[i] * 20, 80), "row %d", i);
+
+  const int64_t nb = 3, t = 5, d = 40;
+  float *v = tc_tensor(REF_F32, nb * t * d, 0, 1, 4), *wq = tc_tensor(REF_F32, d, 0, 0.1, 5);
+  float *wn = tc_tensor(REF_F32, d, 1, 0.1, 6), h[5 * 40], alpha[15], rstd[15];
+  cr_assert_eq(ubg_attn_res_fwd(ctx, UBG_F32, nb, t, d, v, wq, wn, 1e-6f, h, alpha, rstd), UBG_OK, "%s",
+               ubg_ctx_error(ctx));
+  cr_assert(strstr(ubg_ctx_last_variant(ctx), "@tcc"), "%s", ubg_ctx_last_variant(ctx));
+  double ref_h[5 * 40], ref_a[15], ref_r[15];
+  ref_slot a[10] = {{.p = v}, {.p = wq}, {.p = wn}, {.p = NULL}, {.p = NULL}, {.p = NULL}, {.i = nb}, {.i = t},
+                    {.i = d}, {.f = 1e-6}};
+  double *outs[10] = {0};
+  outs[3] = ref_h, outs[4] = ref_a, outs[5] = ref_r;
+  ref_find("attn_res", "fwd")->fn(a, REF_F32, outs);
+  double err;
+  cr_assert(ref_compare(h, REF_F32, ref_h, t * d, 1e-4, 1e-5, &err) < 0, "out off the reference by %g", err);
+  cr_assert(ref_compare(alpha, REF_F32, ref_a, nb * t, 1e-4, 1e-5, &err) < 0, "alpha off the reference by %g", err);
+  ubg_ctx_destroy(ctx);
+  free(table), free(v), free(wq), free(wn);
+}

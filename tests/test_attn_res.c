@@ -1,0 +1,265 @@
+/* Attention residuals against the double-precision reference: every
+ * feasible variant (forced with ubg_set_variant) at Liger-Kernel's test
+ * shapes (N, B, T, D) = (4,2,64,4096), (8,2,64,4096), (4,2,64,8192),
+ * (3,5,37,123), plus N = 1, D = 1, T = 1 and more blocks than Liger's
+ * largest MAX_BLOCKS; all dtypes; every variant gives the same bits as every
+ * other; 1 and 2 threads give the same bits; bad arguments are refused with
+ * outputs untouched.
+ *
+ * Inputs as Liger's test_attn_res.py: v ~ N(0, 1), w_query ~ 0.02 N(0, 1);
+ * w_norm = 1 + 0.1 N(0, 1) (Liger uses ones, which would hide a w_norm
+ * bug). The backward gets alpha and rstd from the reference forward, and
+ * dout ~ N(0, 1). Tolerances are Liger's: forward (out, and alpha, rstd)
+ * f32 1e-4/1e-5, f16 1e-2/1e-3, bf16 1e-1/1e-2; backward (dv, and dw_query,
+ * dw_norm, which Liger does not check) f32 1e-3/1e-4, f16 5e-2/5e-3, bf16
+ * 2e-1/2e-2. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+
+#include "test_util.h"
+
+static const double fwd_atol[3] = {1e-4, 1e-2, 1e-1}, fwd_rtol[3] = {1e-5, 1e-3, 1e-2};
+static const double bwd_atol[3] = {1e-3, 5e-2, 2e-1}, bwd_rtol[3] = {1e-4, 5e-3, 2e-2};
+
+typedef struct {
+  int64_t nb, tokens, dim;
+} ar_shape;
+
+static ubg_ctx *make_ctx(int threads) {
+  ubg_config cfg = {0};
+  cfg.threads = threads;
+  ubg_ctx *ctx;
+  cr_assert_eq(ubg_ctx_create(&cfg, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
+  return ctx;
+}
+
+/* a variant applies when it holds nblocks scores and, non-tiled, the row */
+static int applies(const ug_variant *v, const ar_shape *s) { return tc_applies(v, s->dim) && v->pt.axis[1] >= s->nb; }
+
+static void expect_close(const char *what, const void *got, int dt, const double *want, int64_t n, double atol,
+                         double rtol, const char *variant, const char *where) {
+  double err;
+  int64_t bad = ref_compare(got, dt, want, n, atol, rtol, &err);
+  cr_assert(bad < 0, "%s %s: %s[%lld] = %.9g, reference %.9g (atol %g, rtol %g)", variant, where, what, (long long)bad,
+            ref_load(got, bad < 0 ? 0 : bad, dt), want[bad < 0 ? 0 : bad], atol, rtol);
+}
+
+typedef struct {
+  void *v, *wq, *wn, *dout;
+  double *out, *alpha, *rstd; /* reference forward */
+  float *alpha_f, *rstd_f;    /* the same, as the f32 tensors the backward takes */
+} inputs;
+
+static inputs make_inputs(int dt, const ar_shape *s) {
+  inputs in;
+  const int64_t nt = s->tokens * s->nb;
+  uint64_t seed = (uint64_t)(s->nb * 1009 + s->tokens * 31 + s->dim);
+  in.v = tc_tensor(dt, s->nb * s->tokens * s->dim, 0, 1, seed);
+  in.wq = tc_tensor(dt, s->dim, 0, 0.02, seed + 1);
+  in.wn = tc_tensor(dt, s->dim, 1, 0.1, seed + 2);
+  in.dout = tc_tensor(dt, s->tokens * s->dim, 0, 1, seed + 3);
+  in.out = malloc((size_t)(s->tokens * s->dim + 1) * sizeof(double));
+  in.alpha = malloc((size_t)(nt + 1) * sizeof(double));
+  in.rstd = malloc((size_t)(nt + 1) * sizeof(double));
+  ref_slot a[10] = {{.p = in.v}, {.p = in.wq}, {.p = in.wn}, {.p = NULL}, {.p = NULL}, {.p = NULL},
+                    {.i = s->nb}, {.i = s->tokens}, {.i = s->dim}, {.f = 1e-6}};
+  double *outs[10] = {0};
+  outs[3] = in.out, outs[4] = in.alpha, outs[5] = in.rstd;
+  ref_find("attn_res", "fwd")->fn(a, dt, outs);
+  in.alpha_f = malloc((size_t)(nt + 1) * 4);
+  in.rstd_f = malloc((size_t)(nt + 1) * 4);
+  for (int64_t i = 0; i < nt; i++) in.alpha_f[i] = (float)in.alpha[i], in.rstd_f[i] = (float)in.rstd[i];
+  return in;
+}
+
+static void free_inputs(inputs *in) {
+  free(in->v), free(in->wq), free(in->wn), free(in->dout), free(in->out), free(in->alpha), free(in->rstd);
+  free(in->alpha_f), free(in->rstd_f);
+}
+
+static void sweep_fwd(int dt, const ar_shape *s) {
+  const int64_t nb = s->nb, t = s->tokens, d = s->dim, nt = nb * t;
+  const size_t es = ref_dtype_bytes(dt), ob = (size_t)(t * d) * es + 1, ab = (size_t)nt * 4 + 1;
+  char where[128];
+  snprintf(where, sizeof where, "N=%lld tokens=%lld D=%lld %s", (long long)nb, (long long)t, (long long)d,
+           ug_dtype_name(dt));
+  inputs in = make_inputs(dt, s);
+  void *out = malloc(ob), *out1 = malloc(ob), *out2 = malloc(ob);
+  float *alpha = malloc(ab), *rstd = malloc(ab), *alpha1 = malloc(ab), *rstd1 = malloc(ab), *alpha2 = malloc(ab),
+        *rstd2 = malloc(ab);
+  ubg_ctx *one = make_ctx(1), *two = make_ctx(2);
+  tc_variants vs = tc_kernel_variants("attn_res", "fwd", dt);
+  const char *first = NULL;
+  int ran = 0;
+  for (int i = 0; i < vs.n; i++) {
+    const ug_variant *var = &vs.v[i];
+    if (!applies(var, s)) continue;
+    cr_assert_eq(ubg_set_variant(one, "attn_res", "fwd", var->name), UBG_OK, "%s", ubg_ctx_error(one));
+    memset(out, 0xff, ob), memset(alpha, 0xff, ab), memset(rstd, 0xff, ab);
+    cr_assert_eq(ubg_attn_res_fwd(one, dt, nb, t, d, in.v, in.wq, in.wn, 1e-6f, out, alpha, rstd), UBG_OK, "%s %s: %s",
+                 var->name, where, ubg_ctx_error(one));
+    bool same = first && !memcmp(out, out1, ob - 1) && !memcmp(alpha, alpha1, ab - 1) && !memcmp(rstd, rstd1, ab - 1);
+    if (!same) {
+      expect_close("out", out, dt, in.out, t * d, fwd_atol[dt], fwd_rtol[dt], var->name, where);
+      expect_close("alpha", alpha, REF_F32, in.alpha, nt, fwd_atol[dt], fwd_rtol[dt], var->name, where);
+      expect_close("rstd", rstd, REF_F32, in.rstd, nt, fwd_atol[dt], fwd_rtol[dt], var->name, where);
+      cr_assert(!first, "%s %s: within tolerance but not bitwise equal to %s", var->name, where, first);
+      first = var->name;
+      memcpy(out1, out, ob), memcpy(alpha1, alpha, ab), memcpy(rstd1, rstd, ab);
+    }
+    if (ran++ % 3 == 0 && t > 1) {
+      cr_assert_eq(ubg_set_variant(two, "attn_res", "fwd", var->name), UBG_OK);
+      memset(out2, 0, ob);
+      cr_assert_eq(ubg_attn_res_fwd(two, dt, nb, t, d, in.v, in.wq, in.wn, 1e-6f, out2, alpha2, rstd2), UBG_OK);
+      cr_assert(!memcmp(out, out2, ob - 1) && !memcmp(alpha, alpha2, ab - 1) && !memcmp(rstd, rstd2, ab - 1),
+                "%s %s: 2 threads differ", var->name, where);
+    }
+  }
+  cr_assert(ran > 0, "no variant applies to %s", where);
+  tc_free_variants(&vs);
+  ubg_ctx_destroy(one), ubg_ctx_destroy(two);
+  free_inputs(&in);
+  free(out), free(out1), free(out2), free(alpha), free(rstd), free(alpha1), free(rstd1), free(alpha2), free(rstd2);
+}
+
+static void sweep_bwd(int dt, const ar_shape *s) {
+  const int64_t nb = s->nb, t = s->tokens, d = s->dim, nv = nb * t * d;
+  const size_t es = ref_dtype_bytes(dt), vb = (size_t)nv * es + 1, wb = (size_t)d * es;
+  char where[128];
+  snprintf(where, sizeof where, "N=%lld tokens=%lld D=%lld %s", (long long)nb, (long long)t, (long long)d,
+           ug_dtype_name(dt));
+  inputs in = make_inputs(dt, s);
+  double *ref_dv = malloc((size_t)(nv + 1) * sizeof(double)), *ref_dwq = malloc((size_t)d * sizeof(double)),
+         *ref_dwn = malloc((size_t)d * sizeof(double));
+  ref_slot a[12] = {{.p = in.dout}, {.p = in.v},    {.p = in.wq},   {.p = in.wn},    {.p = in.alpha_f}, {.p = in.rstd_f},
+                    {.p = NULL},    {.p = NULL},    {.p = NULL},    {.i = nb},       {.i = t},          {.i = d}};
+  double *outs[12] = {0};
+  outs[6] = ref_dv, outs[7] = ref_dwq, outs[8] = ref_dwn;
+  ref_find("attn_res", "bwd")->fn(a, dt, outs);
+  void *dv = malloc(vb), *dv1 = malloc(vb), *dv2 = malloc(vb);
+  void *dwq = malloc(wb), *dwn = malloc(wb), *dwq1 = malloc(wb), *dwn1 = malloc(wb), *dwq2 = malloc(wb),
+       *dwn2 = malloc(wb);
+  ubg_ctx *one = make_ctx(1), *two = make_ctx(2);
+  tc_variants vs = tc_kernel_variants("attn_res", "bwd", dt);
+  const char *first = NULL;
+  int ran = 0;
+  for (int i = 0; i < vs.n; i++) {
+    const ug_variant *var = &vs.v[i];
+    if (!applies(var, s)) continue;
+    cr_assert_eq(ubg_set_variant(one, "attn_res", "bwd", var->name), UBG_OK, "%s", ubg_ctx_error(one));
+    memset(dv, 0xff, vb), memset(dwq, 0xff, wb), memset(dwn, 0xff, wb);
+    cr_assert_eq(ubg_attn_res_bwd(one, dt, nb, t, d, in.dout, in.v, in.wq, in.wn, in.alpha_f, in.rstd_f, dv, dwq, dwn),
+                 UBG_OK, "%s %s: %s", var->name, where, ubg_ctx_error(one));
+    bool same = first && !memcmp(dv, dv1, vb - 1) && !memcmp(dwq, dwq1, wb) && !memcmp(dwn, dwn1, wb);
+    if (!same) {
+      expect_close("dv", dv, dt, ref_dv, nv, bwd_atol[dt], bwd_rtol[dt], var->name, where);
+      expect_close("dw_query", dwq, dt, ref_dwq, d, bwd_atol[dt], bwd_rtol[dt], var->name, where);
+      expect_close("dw_norm", dwn, dt, ref_dwn, d, bwd_atol[dt], bwd_rtol[dt], var->name, where);
+      cr_assert(!first, "%s %s: within tolerance but not bitwise equal to %s", var->name, where, first);
+      first = var->name;
+      memcpy(dv1, dv, vb), memcpy(dwq1, dwq, wb), memcpy(dwn1, dwn, wb);
+    }
+    if (ran++ % 3 == 0 && t > 1) {
+      cr_assert_eq(ubg_set_variant(two, "attn_res", "bwd", var->name), UBG_OK);
+      memset(dv2, 0, vb);
+      cr_assert_eq(
+          ubg_attn_res_bwd(two, dt, nb, t, d, in.dout, in.v, in.wq, in.wn, in.alpha_f, in.rstd_f, dv2, dwq2, dwn2),
+          UBG_OK);
+      cr_assert(!memcmp(dv, dv2, vb - 1) && !memcmp(dwq, dwq2, wb) && !memcmp(dwn, dwn2, wb),
+                "%s %s: 2 threads differ", var->name, where);
+    }
+  }
+  cr_assert(ran > 0, "no variant applies to %s", where);
+  tc_free_variants(&vs);
+  ubg_ctx_destroy(one), ubg_ctx_destroy(two);
+  free_inputs(&in);
+  free(ref_dv), free(ref_dwq), free(ref_dwn), free(dv), free(dv1), free(dv2);
+  free(dwq), free(dwn), free(dwq1), free(dwn1), free(dwq2), free(dwn2);
+}
+
+#define SHAPE_TESTS(name, N, TOK, D)                                                      \
+  Test(attn_res_fwd, name, .timeout = 300) {                                              \
+    const ar_shape s = {N, TOK, D};                                                       \
+    for (int dt = 0; dt < 3; dt++) sweep_fwd(dt, &s);                                     \
+  }                                                                                       \
+  Test(attn_res_bwd, name, .timeout = 300) {                                              \
+    const ar_shape s = {N, TOK, D};                                                       \
+    for (int dt = 0; dt < 3; dt++) sweep_bwd(dt, &s);                                     \
+  }
+
+/* tokens = B x T */
+SHAPE_TESTS(n4_b2_t64_d4096, 4, 128, 4096)
+SHAPE_TESTS(n8_b2_t64_d4096, 8, 128, 4096)
+SHAPE_TESTS(n4_b2_t64_d8192, 4, 128, 8192)
+SHAPE_TESTS(n3_b5_t37_d123, 3, 185, 123)
+SHAPE_TESTS(n1_b2_t9_d64, 1, 18, 64)
+SHAPE_TESTS(n5_b3_t7_d1, 5, 21, 1)
+SHAPE_TESTS(n6_b1_t1_d300, 6, 1, 300)
+SHAPE_TESTS(n40_b1_t5_d96, 40, 5, 96)
+SHAPE_TESTS(n2_b1_t0_d16, 2, 0, 16)
+
+/* ---- refusals: the message names the argument and values; outputs untouched */
+
+Test(attn_res_refuses, bad_arguments) {
+  ubg_ctx *ctx;
+  cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK);
+  float v[2 * 3 * 4], w[4], out[3 * 4], alpha[6], rstd[6], pat[12];
+  for (int i = 0; i < 24; i++) v[i] = (float)i / 10;
+  for (int i = 0; i < 4; i++) w[i] = 1;
+  memset(out, 0x5a, sizeof out), memset(alpha, 0x5a, sizeof alpha), memset(rstd, 0x5a, sizeof rstd);
+  memset(pat, 0x5a, sizeof pat);
+  struct {
+    ubg_status got, want;
+    const char *needle;
+  } cases[] = {
+      {ubg_attn_res_fwd(ctx, UBG_F32, 0, 3, 4, v, w, w, 1e-6f, out, alpha, rstd), UBG_EINVAL, "nblocks = 0"},
+      {ubg_attn_res_fwd(ctx, UBG_F32, 257, 3, 4, v, w, w, 1e-6f, out, alpha, rstd), UBG_EINVAL,
+       "nblocks = 257 is above its maximum 256"},
+      {ubg_attn_res_fwd(ctx, UBG_F32, 2, -3, 4, v, w, w, 1e-6f, out, alpha, rstd), UBG_EINVAL, "tokens = -3"},
+      {ubg_attn_res_fwd(ctx, UBG_F32, 2, 3, 0, v, w, w, 1e-6f, out, alpha, rstd), UBG_EINVAL, "dim = 0"},
+      {ubg_attn_res_fwd(ctx, UBG_F32, 2, 3, 4, v, NULL, w, 1e-6f, out, alpha, rstd), UBG_EINVAL, "w_query is NULL"},
+      {ubg_attn_res_fwd(ctx, UBG_F32, 2, 3, 4, v, w, w, NAN, out, alpha, rstd), UBG_EINVAL, "eps = nan"},
+      {ubg_attn_res_fwd(ctx, UBG_F32, 2, 3, 4, v, w, w, 1e-6f, v, alpha, rstd), UBG_EINVAL, "overlap"},
+      {ubg_attn_res_fwd(ctx, UBG_F32, 2, INT64_MAX / 4, 4, v, w, w, 1e-6f, out, alpha, rstd), UBG_EINVAL, "overflows"},
+      {ubg_attn_res_bwd(ctx, UBG_F32, 2, 3, 4, out, v, w, w, alpha, rstd, v, w, w), UBG_EINVAL, "overlap"},
+      {ubg_attn_res_bwd(ctx, UBG_F32, 2, 3, 4, out, v, w, w, NULL, rstd, out, w, w), UBG_EINVAL, "alpha is NULL"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cr_assert_eq(cases[i].got, cases[i].want, "case %zu: %s", i, ubg_status_str(cases[i].got));
+    (void)cases[i].needle;
+  }
+  /* the messages, one at a time (the last error is per call) */
+  cr_assert_eq(ubg_attn_res_fwd(ctx, UBG_F32, 257, 3, 4, v, w, w, 1e-6f, out, alpha, rstd), UBG_EINVAL);
+  cr_assert(strstr(ubg_ctx_error(ctx), "nblocks = 257 is above its maximum 256"), "%s", ubg_ctx_error(ctx));
+  cr_assert_eq(ubg_attn_res_fwd(ctx, UBG_F32, 2, 3, 4, v, w, w, NAN, out, alpha, rstd), UBG_EINVAL);
+  cr_assert(strstr(ubg_ctx_error(ctx), "eps"), "%s", ubg_ctx_error(ctx));
+  cr_assert(!memcmp(out, pat, sizeof out) && !memcmp(alpha, pat, sizeof alpha) && !memcmp(rstd, pat, sizeof rstd),
+            "an output was written");
+  cr_assert_eq(ubg_attn_res_fwd(NULL, UBG_F32, 2, 3, 4, v, w, w, 1e-6f, out, alpha, rstd), UBG_EINVAL);
+  ubg_ctx_destroy(ctx);
+}
+
+/* alpha sums to one per token; out is the alpha-weighted sum (a direct
+ * property check, besides the reference) */
+Test(attn_res_edge, alpha_is_a_distribution) {
+  ubg_ctx *ctx;
+  cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK);
+  const ar_shape s = {7, 33, 200};
+  inputs in = make_inputs(UBG_F32, &s);
+  float *out = malloc(33 * 200 * 4), alpha[7 * 33], rstd[7 * 33];
+  cr_assert_eq(ubg_attn_res_fwd(ctx, UBG_F32, 7, 33, 200, in.v, in.wq, in.wn, 1e-6f, out, alpha, rstd), UBG_OK, "%s",
+               ubg_ctx_error(ctx));
+  for (int t = 0; t < 33; t++) {
+    double sum = 0;
+    for (int i = 0; i < 7; i++) sum += alpha[t * 7 + i];
+    cr_assert(fabs(sum - 1) < 1e-6, "token %d: alpha sums to %.9g", t, sum);
+    for (int d = 0; d < 200; d += 37) {
+      double h = 0;
+      for (int i = 0; i < 7; i++) h += alpha[t * 7 + i] * ((float *)in.v)[(i * 33 + t) * 200 + d];
+      cr_assert(fabs(h - out[t * 200 + d]) < 1e-5, "token %d d %d: %g vs %g", t, d, out[t * 200 + d], h);
+    }
+  }
+  free(out);
+  free_inputs(&in);
+  ubg_ctx_destroy(ctx);
+}

@@ -1,0 +1,75 @@
+/* Shared by the kernel suites: seeded inputs and the feasible variants of a
+ * pass. */
+#ifndef UBG_TEST_UTIL_H
+#define UBG_TEST_UTIL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../gen/spec.h"
+#include "../gen/ubplan.h"
+#include "../gen/variant.h"
+#include "ref/ref.h"
+#include "ubgen.h"
+
+static inline uint64_t tc_next(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static inline double tc_normal(uint64_t *s) {
+  double u = (double)(tc_next(s) >> 11) * 0x1.0p-53 + 1e-300;
+  double v = (double)(tc_next(s) >> 11) * 0x1.0p-53;
+  return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+/* n values of N(mean, sd) stored in dtype */
+static inline void *tc_tensor(int dtype, int64_t n, double mean, double sd, uint64_t seed) {
+  void *p = malloc((size_t)(n ? n : 1) * ref_dtype_bytes(dtype));
+  for (int64_t i = 0; i < n; i++) ref_store(p, i, dtype, mean + sd * tc_normal(&seed));
+  return p;
+}
+
+/* The feasible variants of <kernel>.<pass> for dtype at the default budget,
+ * from the shipped spec. */
+typedef struct {
+  ug_kernel *spec;
+  ug_variant *v;
+  int n;
+} tc_variants;
+
+static inline tc_variants tc_kernel_variants(const char *kernel, const char *pass, int dtype) {
+  tc_variants out = {0};
+  ug_diag d;
+  char path[512];
+  snprintf(path, sizeof path, UBGEN_SRC "/specs/%s.json", kernel);
+  out.spec = ug_spec_load_file(path, &d);
+  if (!out.spec) return out;
+  const ug_pass *p = ug_spec_pass(out.spec, pass);
+  ug_variant *all;
+  int n;
+  if (!p || ug_enumerate(p, dtype, &all, &n, &d) < 0) return out;
+  ug_budget b = {UG_DEFAULT_UB_BYTES, 0};
+  out.v = calloc((size_t)n + 1, sizeof *out.v);
+  for (int i = 0; i < n; i++)
+    if (ug_fits(&all[i], &b)) out.v[out.n++] = all[i];
+  free(all);
+  return out;
+}
+
+static inline void tc_free_variants(tc_variants *t) {
+  free(t->v);
+  ug_spec_free(t->spec);
+}
+
+/* BLOCK_D and tiled of a variant (axis 0 is BLOCK_D) */
+static inline int64_t tc_block_d(const ug_variant *v) { return v->pt.axis[0]; }
+/* a non-tiled variant needs BLOCK_D >= the tiled dimension */
+static inline int tc_applies(const ug_variant *v, int64_t cols) { return v->pt.tiled || tc_block_d(v) >= cols; }
+
+#endif
