@@ -200,6 +200,23 @@ UBG_INLINE void ubg_v_stream_bf16(void *p, ubg_i64 i, ubg_i16x16 h) {
 }
 #endif
 
+/* ---- 16 floats in registers (gcc) ----------------------------------------
+ * A vector type for chunk-wise code; gcc maps it to one AVX-512 register or
+ * two AVX2 ones, each operation elementwise in f32 as written. */
+#if defined(__GNUC__) && !defined(__TINYC__)
+/* (returned by value only from inline functions: no ABI to keep) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float ubg_vf __attribute__((vector_size(64)));
+UBG_INLINE ubg_vf ubg_vf_ld(const float *p) {
+  ubg_vf v;
+  __builtin_memcpy(&v, p, 64);
+  return v;
+}
+UBG_INLINE void ubg_vf_st(float *p, ubg_vf v) { __builtin_memcpy(p, &v, 64); }
+#pragma GCC diagnostic pop
+#endif
+
 /* ---- moving bytes -----------------------------------------------------------
  * ubg_copy: dst[0, n) = src[0, n) (bytes, no overlap); ubg_zero: dst = 0.
  * stream: dst bypasses the caches where it is 16-byte aligned (an output
