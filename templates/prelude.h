@@ -250,10 +250,21 @@ UBG_INLINE void ubg_copy(void *dst, const void *src, ubg_i64 n, int stream) {
 UBG_INLINE void ubg_zero(void *dst, ubg_i64 n, int stream) {
   ubg_u8 *d = (ubg_u8 *)dst;
   if (stream && n >= 256) {
-    ubg_i64 head = (ubg_i64)((16 - ((unsigned long)d & 15)) & 15), k;
+#ifdef __AVX512F__
+    /* whole lines at a time: the write-combining buffer is flushed full */
+    typedef long long ubg_i64v8 __attribute__((vector_size(64)));
+    const ubg_i64 head = (ubg_i64)((64 - ((unsigned long)d & 63)) & 63);
+    const ubg_i64v8 z = {0, 0, 0, 0, 0, 0, 0, 0};
+    ubg_i64 k;
+    __builtin_memset(d, 0, (unsigned long)head);
+    for (k = head; k + 64 <= n; k += 64) __builtin_ia32_movntdq512((ubg_i64v8 *)(d + k), z);
+#else
+    const ubg_i64 head = (ubg_i64)((16 - ((unsigned long)d & 15)) & 15);
     const ubg_i64v2 z = {0, 0};
+    ubg_i64 k;
     __builtin_memset(d, 0, (unsigned long)head);
     for (k = head; k + 16 <= n; k += 16) __builtin_ia32_movntdq((ubg_i64v2 *)(d + k), z);
+#endif
     __builtin_memset(d + k, 0, (unsigned long)(n - k));
     return;
   }
