@@ -153,3 +153,121 @@ UBG_INLINE void axpy_row(float *UBG_RESTRICT h, float a, const void *row, ubg_i6
   for (d = 0; d < n; d++) h[d] += a * LD(row, d);
 }
 #endif
+
+/* for the backward: rows + i * stride = the row src[base + i * plane, + n)
+ * as it is, da[i] += dh * x and e[i] += wqn * x over the lanes */
+UBG_INLINE void load_dot2_rows(void *rows, ubg_i64 stride, const void *src, ubg_i64 base, ubg_i64 plane, int nrows,
+                               ubg_i64 n, const float *UBG_RESTRICT dh, const float *UBG_RESTRICT wqn,
+                               float *UBG_RESTRICT da, float *UBG_RESTRICT e, ubg_i64 next) {
+  ubg_u8 *dst = (ubg_u8 *)rows;
+  const ubg_u8 *s8 = (const ubg_u8 *)src;
+  int i;
+#ifdef __TINYC__
+  float buf[UBG_VCHUNK];
+  ubg_i64 c;
+  (void)next;
+  for (i = 0; i < nrows; i++) {
+    ubg_copy(dst + i * stride * ESIZE, s8 + (base + i * plane) * ESIZE, n * ESIZE, 0);
+    for (c = 0; c < n; c += UBG_VCHUNK) {
+      const ubg_i64 m = ubg_min(UBG_VCHUNK, n - c);
+      ubg_vop_load(buf, src, base + i * plane + c, m, DT);
+      ubg_vop_lanes_dot(da + i * UBG_LANES, dh + c, buf, m);
+      ubg_vop_lanes_dot(e + i * UBG_LANES, wqn + c, buf, m);
+    }
+  }
+#else
+  ubg_vf a[ROWS], b[ROWS];
+  ubg_i64 c, j = 0;
+  int l;
+  for (i = 0; i < nrows; i++) a[i] = ubg_vf_ld(da + i * UBG_LANES), b[i] = ubg_vf_ld(e + i * UBG_LANES);
+  for (c = 0; c < n; c += UBG_PF_CHUNK) {
+    const ubg_i64 end = ubg_min(n, c + UBG_PF_CHUNK);
+    if (next >= 0)
+      for (i = 0; i < nrows; i++) ubg_prefetch(s8 + (next + i * plane + c) * ESIZE, (end - c) * ESIZE);
+    for (j = c; j + 16 <= end; j += 16) {
+      const ubg_vf h = ubg_vf_ld(dh + j), q = ubg_vf_ld(wqn + j);
+      for (i = 0; i < nrows; i++) {
+        const ubg_i64 at = base + i * plane + j;
+        const ubg_vf x = ld16(src, at);
+        __builtin_memcpy(dst + (i * stride + j) * ESIZE, s8 + at * ESIZE, 16 * ESIZE);
+        a[i] += h * x;
+        b[i] += q * x;
+      }
+    }
+  }
+  for (i = 0; i < nrows; i++) ubg_vf_st(da + i * UBG_LANES, a[i]), ubg_vf_st(e + i * UBG_LANES, b[i]);
+  for (i = 0; i < nrows; i++)
+    for (l = 0; j + l < n; l++) {
+      const ubg_i64 at = base + i * plane + j + l;
+      const float x = LD(src, at);
+      __builtin_memcpy(dst + (i * stride + j + l) * ESIZE, s8 + at * ESIZE, ESIZE);
+      da[i * UBG_LANES + l] += dh[j + l] * x;
+      e[i * UBG_LANES + l] += wqn[j + l] * x;
+    }
+#endif
+}
+
+/* The backward's elementwise step for one block over n columns of a row x
+ * (storage dtype), f32 inside:
+ *   dv   = rnd((a * dh + rds * wqn) - c * x)        at dv[at, + n)
+ *   dwq += (ds * (x * r)) * wn,  dwn += (ds * (x * r)) * wq */
+UBG_INLINE void dv_row(void *dv, ubg_i64 at, const void *x, const float *UBG_RESTRICT dh, const float *UBG_RESTRICT wq,
+                       const float *UBG_RESTRICT wn, const float *UBG_RESTRICT wqn, float a, float rds, float c, float r,
+                       float ds, float *UBG_RESTRICT dwq, float *UBG_RESTRICT dwn, ubg_i64 n, int stream) {
+#ifdef __TINYC__
+  float xs[UBG_VCHUNK], t1[UBG_VCHUNK];
+  ubg_i64 o;
+  for (o = 0; o < n; o += UBG_VCHUNK) {
+    const ubg_i64 k = ubg_min(UBG_VCHUNK, n - o);
+    ubg_vop_load(xs, x, o, k, DT);
+    ubg_vop_axpby(t1, a, dh + o, rds, wqn + o, k); /* a * dh + rds * wqn */
+    ubg_vop_axpby(t1, 1.0f, t1, -c, xs, k);        /* ... - c * x */
+    ubg_vop_store(dv, at + o, t1, k, DT, stream);
+    ubg_vop_muls(t1, xs, r, k);                    /* x * r */
+    ubg_vop_muls(t1, t1, ds, k);                   /* ds * (x * r) */
+    ubg_vop_mac(dwq + o, t1, wn + o, k);
+    ubg_vop_mac(dwn + o, t1, wq + o, k);
+  }
+#else
+  ubg_i64 d = 0;
+  for (; d + 16 <= n; d += 16) {
+    const ubg_vf xv = ld16(x, d), tt = ds * (xv * r);
+    store16(dv, at + d, (a * ubg_vf_ld(dh + d) + rds * ubg_vf_ld(wqn + d)) - c * xv, stream);
+    ubg_vf_st(dwq + d, ubg_vf_ld(dwq + d) + tt * ubg_vf_ld(wn + d));
+    ubg_vf_st(dwn + d, ubg_vf_ld(dwn + d) + tt * ubg_vf_ld(wq + d));
+  }
+  for (; d < n; d++) {
+    const float xv = LD(x, d), tt = ds * (xv * r);
+    ST(dv, at + d, (a * dh[d] + rds * wqn[d]) - c * xv);
+    dwq[d] += tt * wn[d];
+    dwn[d] += tt * wq[d];
+  }
+#endif
+}
+
+#ifndef __TINYC__
+/* dv_row for every block of a token, 16 columns at a time with the dw sums
+ * in registers across the blocks (the same operations, block order) */
+static void dv_rows(void *dv, ubg_i64 at, ubg_i64 plane, const void *rows, ubg_i64 stride, const float *UBG_RESTRICT dh,
+                    const float *UBG_RESTRICT wq, const float *UBG_RESTRICT wn, const float *UBG_RESTRICT wqn,
+                    const float *a, const float *rds, const float *c, const float *r, const float *ds, ubg_i64 nb,
+                    float *UBG_RESTRICT dwq, float *UBG_RESTRICT dwn, ubg_i64 n, int stream) {
+  ubg_i64 d = 0, i;
+  for (; d + 16 <= n; d += 16) {
+    const ubg_vf h = ubg_vf_ld(dh + d), q = ubg_vf_ld(wq + d), w = ubg_vf_ld(wn + d), qw = ubg_vf_ld(wqn + d);
+    ubg_vf sq = ubg_vf_ld(dwq + d), sn = ubg_vf_ld(dwn + d);
+    for (i = 0; i < nb; i++) {
+      const ubg_vf xv = ld16(rows, i * stride + d), tt = ds[i] * (xv * r[i]);
+      store16(dv, at + i * plane + d, (a[i] * h + rds[i] * qw) - c[i] * xv, stream);
+      sq += tt * w;
+      sn += tt * q;
+    }
+    ubg_vf_st(dwq + d, sq);
+    ubg_vf_st(dwn + d, sn);
+  }
+  if (d < n)
+    for (i = 0; i < nb; i++)
+      dv_row(dv, at + i * plane + d, (const ubg_u8 *)rows + (i * stride + d) * ESIZE, dh + d, wq + d, wn + d, wqn + d, a[i],
+             rds[i], c[i], r[i], ds[i], dwq + d, dwn + d, n - d, stream);
+}
+#endif
