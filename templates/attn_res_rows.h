@@ -57,13 +57,18 @@ UBG_INLINE void load_sumsq_rows(void *rows, ubg_i64 stride, const void *src, ubg
 #endif
 }
 
-/* lanes[i] += rnd(row_i * r[i]) * wqn over the lanes, for i < nrows */
+/* lanes[i] += rnd(row_i * r[i]) * wqn over the lanes, for i < nrows; the
+ * rows at src[next + i * plane] (next >= 0: the same rows of the program's
+ * next token) are requested from memory meanwhile, a line at a time: this
+ * is the arithmetic-heavy phase, so the memory system works while it runs */
 UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 stride, int nrows,
-                           const float *UBG_RESTRICT r, const float *UBG_RESTRICT wqn, ubg_i64 n) {
+                           const float *UBG_RESTRICT r, const float *UBG_RESTRICT wqn, ubg_i64 n, const void *src,
+                           ubg_i64 next, ubg_i64 plane) {
   int i;
 #ifdef __TINYC__
   float buf[UBG_VCHUNK];
   ubg_i64 c;
+  (void)src, (void)next, (void)plane;
   for (i = 0; i < nrows; i++)
     for (c = 0; c < n; c += UBG_VCHUNK) {
       const ubg_i64 m = ubg_min(UBG_VCHUNK, n - c);
@@ -80,6 +85,8 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
   for (i = 0; i < nrows; i++) start[i] = acc[i] = ubg_vf_ld(lanes + i * UBG_LANES);
   for (; j + 16 <= n; j += 16) {
     const ubg_vf q = ubg_vf_ld(wqn + j);
+    if (next >= 0 && ((j * ESIZE) & 63) == 0)
+      for (i = 0; i < nrows; i++) UBG_PREFETCH((const ubg_u8 *)src + (next + i * plane + j) * ESIZE);
     for (i = 0; i < nrows; i++) acc[i] += rnd16(ld16(rows, i * stride + j) * r[i], &sub) * q;
   }
   for (i = 0; i < nrows; i++) ubg_vf_st(lanes + i * UBG_LANES, acc[i]);
@@ -247,13 +254,20 @@ UBG_INLINE void dv_row(void *dv, ubg_i64 at, const void *x, const float *UBG_RES
 
 #ifndef __TINYC__
 /* dv_row for every block of a token, 16 columns at a time with the dw sums
- * in registers across the blocks (the same operations, block order) */
+ * in registers across the blocks (the same operations, block order). The
+ * next token's rows of v (src + next + i * plane) and of dout (dout + dnext),
+ * next >= 0, are requested from memory meanwhile, a line at a time */
 static void dv_rows(void *dv, ubg_i64 at, ubg_i64 plane, const void *rows, ubg_i64 stride, const float *UBG_RESTRICT dh,
                     const float *UBG_RESTRICT wq, const float *UBG_RESTRICT wn, const float *UBG_RESTRICT wqn,
                     const float *a, const float *rds, const float *c, const float *r, const float *ds, ubg_i64 nb,
-                    float *UBG_RESTRICT dwq, float *UBG_RESTRICT dwn, ubg_i64 n, int stream) {
+                    float *UBG_RESTRICT dwq, float *UBG_RESTRICT dwn, ubg_i64 n, int stream, const void *src,
+                    const void *dout, ubg_i64 next, ubg_i64 dnext) {
   ubg_i64 d = 0, i;
   for (; d + 16 <= n; d += 16) {
+    if (next >= 0 && ((d * ESIZE) & 63) == 0) {
+      for (i = 0; i < nb; i++) UBG_PREFETCH((const ubg_u8 *)src + (next + i * plane + d) * ESIZE);
+      UBG_PREFETCH((const ubg_u8 *)dout + (dnext + d) * ESIZE);
+    }
     const ubg_vf h = ubg_vf_ld(dh + d), q = ubg_vf_ld(wq + d), w = ubg_vf_ld(wn + d), qw = ubg_vf_ld(wqn + d);
     ubg_vf sq = ubg_vf_ld(dwq + d), sn = ubg_vf_ld(dwn + d);
     for (i = 0; i < nb; i++) {
