@@ -51,6 +51,12 @@ UBG_INLINE void store_f32(void *dst, ubg_i64 base, const float *UBG_RESTRICT src
   ubg_vop_store(dst, base, src, n, DT, stream);
 #else
   ubg_i64 d = 0;
+{{#is_f32}}
+  if (stream) { /* f32 needs no conversion: the streaming copy */
+    ubg_copy((float *)dst + base, src, n * 4, 1);
+    return;
+  }
+{{/is_f32}}
 {{#is_bf16}}
 #ifdef UBG_V16
   /* a chunk with an f32 subnormal in it is left to the scalar loop */
