@@ -21,7 +21,11 @@
  * normal; w_norm [D] = 1; out [T,D]; alpha, rstd f32 [T,N]; dv [N,T,D];
  * dw_query, dw_norm [D]. The backward reads the alpha and rstd of one ubgen
  * forward call made beforehand; full runs forward then backward.
- * Warm regime only (back-to-back calls; v alone is 64 MiB at T = 1024).
+ * Two regimes for ubgen and the copy: warm (back-to-back calls; v alone is
+ * 64 MiB at T = 1024, but part of the copy's buffers may stay in this
+ * machine's 32 MiB L3) and cold (caches flushed before every timed call, so
+ * both read from DRAM); the naive loop (compute-bound) is timed warm only.
+ * Bandwidth targets are judged in each regime, the speed-up once.
  * Before timing, every shape checks ubgen against the naive loop and exits
  * 2 on a mismatch: out and dv within 0.05, alpha within 2e-3 (the naive
  * loop sums in float, one term after another, so it is the less accurate
@@ -245,9 +249,11 @@ int main(int argc, char **argv) {
   bench_json *json = bench_json_new();
   printf("Attention residuals, N = %d blocks, bsz = %d, D = %d, bf16, %d threads, %s\n", NB, BSZ, D, threads,
          bench_cpu_name());
-  printf("warm (back-to-back calls); times are medians of %d interleaved runs (* naive: at most %d, timed apart)\n",
+  printf("times are medians of %d interleaved runs (* naive: at most %d, timed apart); each mode warm (back-to-back\n"
+         "calls), then (cold) with caches flushed before every timed call\n",
          reps, NAIVE_REPS);
   bench_stats st_ubg[3][NT], st_naive[3][NT], st_copy[3][NT], frac[3][NT], speedup[3][NT];
+  bench_stats st_ubg_c[3][NT], st_copy_c[3][NT], frac_c[3][NT]; /* cold */
   double xs[NT];
   int failed_targets = 0, checks = 0, rc = 0;
   for (int ti = 0; ti < NT && !rc; ti++) {
@@ -302,18 +308,34 @@ int main(int argc, char **argv) {
       st_naive[mode][ti] = bench_percentiles(times[2], nreps);
       frac[mode][ti] = bench_percentiles(ratio_copy, reps);
       speedup[mode][ti] = bench_percentiles(ratio_naive, nreps);
-      const char *verdict = "-";
+      /* cold: ubgen and the copy again, each call from DRAM */
+      double *cold[2] = {malloc((size_t)reps * sizeof(double)), malloc((size_t)reps * sizeof(double))};
+      bench_interleaved_cold(fns, args, 2, reps, cold);
+      double ratio_cold[64];
+      for (int r = 0; r < reps; r++) ratio_cold[r] = cold[1][r] / cold[0][r] * copy_scale;
+      st_ubg_c[mode][ti] = bench_percentiles(cold[0], reps);
+      st_copy_c[mode][ti] = bench_percentiles(cold[1], reps);
+      frac_c[mode][ti] = bench_percentiles(ratio_cold, reps);
+      free(cold[0]), free(cold[1]);
+      const char *verdict = "-", *verdict_c = "-";
       if (mode < 2) {
-        bool ok = frac[mode][ti].p50 >= target_frac && speedup[mode][ti].p50 >= target_speedup;
-        failed_targets += !ok, checks++;
-        verdict = ok ? "met" : "NOT MET";
+        bool bw = frac[mode][ti].p50 >= target_frac, bw_c = frac_c[mode][ti].p50 >= target_frac;
+        bool fast = speedup[mode][ti].p50 >= target_speedup;
+        failed_targets += !bw + !bw_c + !fast, checks += 3;
+        verdict = bw ? (fast ? "bw+3x met" : "bw met, 3x NOT") : (fast ? "bw NOT, 3x met" : "NOT MET");
+        verdict_c = bw_c ? "bw met" : "bw NOT MET";
       }
       printf("%6lld %-8s %10.3f %10.3f%s %10.3f %10.1f %9.1f %7.0f%% %8.1fx  %-7s  %s\n", (long long)T,
              mode_names[mode], 1e3 * st_ubg[mode][ti].p50, 1e3 * st_naive[mode][ti].p50, apart ? "*" : " ",
              1e3 * st_copy[mode][ti].p50, bytes[mode] / st_ubg[mode][ti].p50 * 1e-9,
              2.0 * (double)half / st_copy[mode][ti].p50 * 1e-9, 100 * frac[mode][ti].p50, speedup[mode][ti].p50,
              verdict, variant);
+      printf("%6lld %-8s %10.3f %10s  %10.3f %10.1f %9.1f %7.0f%% %9s  %-7s\n", (long long)T, "  (cold)",
+             1e3 * st_ubg_c[mode][ti].p50, "", 1e3 * st_copy_c[mode][ti].p50, bytes[mode] / st_ubg_c[mode][ti].p50 * 1e-9,
+             2.0 * (double)half / st_copy_c[mode][ti].p50 * 1e-9, 100 * frac_c[mode][ti].p50, "", verdict_c);
       fflush(stdout);
+      bench_stats *to_ms_c[2] = {&st_ubg_c[mode][ti], &st_copy_c[mode][ti]};
+      for (int s2 = 0; s2 < 2; s2++) to_ms_c[s2]->p20 *= 1e3, to_ms_c[s2]->p50 *= 1e3, to_ms_c[s2]->p80 *= 1e3;
       bench_stats *to_ms[3] = {&st_ubg[mode][ti], &st_naive[mode][ti], &st_copy[mode][ti]};
       for (int s = 0; s < 3; s++) to_ms[s]->p20 *= 1e3, to_ms[s]->p50 *= 1e3, to_ms[s]->p80 *= 1e3;
       for (int f = 0; f < 3; f++) free(times[f]);
@@ -324,10 +346,13 @@ int main(int argc, char **argv) {
     free(p.out_n), free(p.dv_n), free(p.dwq_n), free(p.dwn_n), free(p.alpha_n), free(p.rstd_n);
   }
   if (!rc) {
-    char extra[160];
+    char extra[200], extra_c[200];
     snprintf(extra, sizeof extra,
-             "{\"N\": %d, \"bsz\": %d, \"hidden_size\": %d, \"dtype\": \"bfloat16\", \"threads\": %d}", NB, BSZ, D,
-             threads);
+             "{\"N\": %d, \"bsz\": %d, \"hidden_size\": %d, \"dtype\": \"bfloat16\", \"threads\": %d, \"regime\": \"warm\"}",
+             NB, BSZ, D, threads);
+    snprintf(extra_c, sizeof extra_c,
+             "{\"N\": %d, \"bsz\": %d, \"hidden_size\": %d, \"dtype\": \"bfloat16\", \"threads\": %d, \"regime\": \"cold\"}",
+             NB, BSZ, D, threads);
     const char *xl = "sequence length";
     for (int mode = 0; mode < 3; mode++) {
       const char *m = mode_names[mode];
@@ -338,6 +363,10 @@ int main(int argc, char **argv) {
                      frac[mode], extra);
       bench_json_add(json, "attn_res", "ubgen", m, "speedup_vs_naive_c", "ratio", "T", xl, xs, NT, speedup[mode],
                      extra);
+      bench_json_add(json, "attn_res", "ubgen", m, "speed", "ms", "T", xl, xs, NT, st_ubg_c[mode], extra_c);
+      bench_json_add(json, "attn_res", "parallel_copy", m, "speed", "ms", "T", xl, xs, NT, st_copy_c[mode], extra_c);
+      bench_json_add(json, "attn_res", "ubgen", m, "fraction_of_copy_bandwidth", "ratio", "T", xl, xs, NT,
+                     frac_c[mode], extra_c);
     }
     printf("targets: forward and backward >= %.0f%% of copy bandwidth and >= %.0fx naive (full: none)\n",
            100 * target_frac, target_speedup);
