@@ -167,13 +167,13 @@ static uint64_t lcg(uint64_t *s) { return *s = *s * 6364136223846793005ull + 144
 static float uniform(uint64_t *s) { return (float)((int64_t)(lcg(s) >> 40) - (1 << 23)) / (float)(1 << 23); }
 
 static void *filled(int64_t n, uint64_t seed) { /* uniform in [-1,1) */
-  void *p = malloc((size_t)n * ES);
+  void *p = bench_alloc((size_t)n * ES);
   for (int64_t i = 0; i < n; i++) st(p, i, uniform(&seed));
   return p;
 }
 
 static void *normal(int64_t n, float scale, uint64_t seed) { /* Box-Muller */
-  void *p = malloc((size_t)n * ES);
+  void *p = bench_alloc((size_t)n * ES);
   for (int64_t i = 0; i < n; i++) {
     float u1 = 0.5f * (uniform(&seed) + 1.0f), u2 = 0.5f * (uniform(&seed) + 1.0f);
     st(p, i, scale * sqrtf(-2.0f * logf(u1 > 1e-12f ? u1 : 1e-12f)) * cosf(6.2831853f * u2));
@@ -258,11 +258,11 @@ int main(int argc, char **argv) {
   int failed_targets = 0, checks = 0, rc = 0;
   for (int ti = 0; ti < NT && !rc; ti++) {
     const int64_t T = ts[ti], nv = NB * T * D, nh = T * D;
-    problem p = {ctx, NB, T, D, filled(nv, 1), filled(nh, 2), normal(D, 0.02f, 3), malloc(D * ES),
-                 malloc((size_t)nh * ES), malloc((size_t)nv * ES), malloc(D * ES), malloc(D * ES),
-                 malloc((size_t)(T * NB) * 4), malloc((size_t)(T * NB) * 4),
-                 malloc((size_t)nh * ES), malloc((size_t)nv * ES), malloc(D * ES), malloc(D * ES),
-                 malloc((size_t)(T * NB) * 4), malloc((size_t)(T * NB) * 4)};
+    problem p = {ctx, NB, T, D, filled(nv, 1), filled(nh, 2), normal(D, 0.02f, 3), bench_alloc(D * ES),
+                 bench_alloc((size_t)nh * ES), bench_alloc((size_t)nv * ES), bench_alloc(D * ES), bench_alloc(D * ES),
+                 bench_alloc((size_t)(T * NB) * 4), bench_alloc((size_t)(T * NB) * 4),
+                 bench_alloc((size_t)nh * ES), bench_alloc((size_t)nv * ES), bench_alloc(D * ES), bench_alloc(D * ES),
+                 bench_alloc((size_t)(T * NB) * 4), bench_alloc((size_t)(T * NB) * 4)};
     for (int64_t d = 0; d < D; d++) st((void *)p.wn, d, 1.0f);
     xs[ti] = (double)T;
     double naive_s[3];
@@ -275,7 +275,7 @@ int main(int argc, char **argv) {
     bytes[1] = 2.0 * nv * ES + (double)nh * ES + small + 4.0 * D * ES;
     bytes[2] = bytes[0] + bytes[1];
     size_t half_max = (size_t)(bytes[2] / 2) & ~(size_t)63;
-    void *csrc = rc ? NULL : malloc(half_max), *cdst = rc ? NULL : malloc(half_max);
+    void *csrc = rc ? NULL : bench_alloc(half_max), *cdst = rc ? NULL : bench_alloc(half_max);
     if (!rc) memset(csrc, 1, half_max), memset(cdst, 0, half_max); /* fault the pages in */
     if (!rc) printf("%6s %-8s %10s %11s %10s %10s %9s %8s %9s  %-7s  %s\n", "T", "mode", "ubgen ms", "naive ms",
                     "copy ms", "ubgen GB/s", "copy GB/s", "vs copy", "vs naive", "target", "variant");
@@ -290,7 +290,7 @@ int main(int argc, char **argv) {
       bench_fn fns[3] = {ubg_fns[mode], bench_copy1, naive_fns[mode]};
       void *args[3] = {&p, &copy, &p};
       double *times[3];
-      for (int f = 0; f < 3; f++) times[f] = malloc((size_t)reps * sizeof(double));
+      for (int f = 0; f < 3; f++) times[f] = bench_alloc((size_t)reps * sizeof(double));
       if (apart) {
         bench_interleaved(fns, args, 2, reps, 0.02, times);
         bench_interleaved(fns + 2, args + 2, 1, nreps, 0.02, times + 2);
@@ -309,7 +309,7 @@ int main(int argc, char **argv) {
       frac[mode][ti] = bench_percentiles(ratio_copy, reps);
       speedup[mode][ti] = bench_percentiles(ratio_naive, nreps);
       /* cold: ubgen and the copy again, each call from DRAM */
-      double *cold[2] = {malloc((size_t)reps * sizeof(double)), malloc((size_t)reps * sizeof(double))};
+      double *cold[2] = {bench_alloc((size_t)reps * sizeof(double)), bench_alloc((size_t)reps * sizeof(double))};
       bench_interleaved_cold(fns, args, 2, reps, cold);
       double ratio_cold[64];
       for (int r = 0; r < reps; r++) ratio_cold[r] = cold[1][r] / cold[0][r] * copy_scale;

@@ -98,7 +98,7 @@ static void naive_bwd(void *a) { /* f32 storage: the adds are the f32 accumulati
 static uint64_t lcg(uint64_t *s) { return *s = *s * 6364136223846793005ull + 1442695040888963407ull; }
 
 static void *filled(int64_t n, uint64_t seed) { /* uniform in [-1,1) */
-  void *p = malloc((size_t)n * ES);
+  void *p = bench_alloc((size_t)n * ES);
   for (int64_t i = 0; i < n; i++) st(p, i, (float)((int64_t)(lcg(&seed) >> 40) - (1 << 23)) / (float)(1 << 23));
   return p;
 }
@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
          bench_cpu_name());
   printf("times are medians of %d interleaved runs\n", reps);
   int failed_targets = 0, checks = 0;
-  int64_t *idx = malloc(NTOK * sizeof *idx);
+  int64_t *idx = bench_alloc(NTOK * sizeof *idx);
   for (int cold = 0; cold < 2; cold++) {
   printf("\n%s: %s\n", cold ? "cold" : "warm",
          cold ? "caches flushed before every timed call" : "back-to-back calls, data may stay in cache");
@@ -144,7 +144,7 @@ int main(int argc, char **argv) {
       uint64_t seed = 7 + (uint64_t)V;
       for (int64_t i = 0; i < NTOK; i++) idx[i] = (int64_t)((lcg(&seed) >> 33) % (uint64_t)V);
       problem p = {ctx, V, D, NTOK, idx, mode ? NULL : filled(V * D, 1), mode ? filled((int64_t)NTOK * D, 3) : NULL,
-                   malloc((size_t)(rows_out * D) * ES), malloc((size_t)(rows_out * D) * ES)};
+                   bench_alloc((size_t)(rows_out * D) * ES), bench_alloc((size_t)(rows_out * D) * ES)};
 
       /* correctness once per shape, before any timing */
       if (mode) ubgen_bwd(&p), naive_bwd(&p);
@@ -160,7 +160,7 @@ int main(int argc, char **argv) {
       double bytes = mode ? (double)NTOK * D * ES + (double)V * D * ES + 8.0 * NTOK
                           : 2.0 * NTOK * D * ES + 8.0 * NTOK;
       size_t half = (size_t)(bytes / 2) & ~(size_t)63;
-      void *csrc = malloc(half), *cdst = malloc(half);
+      void *csrc = bench_alloc(half), *cdst = bench_alloc(half);
       memset(csrc, 1, half), memset(cdst, 0, half); /* fault the pages in */
       bench_copy_args copy = {csrc, NULL, cdst, half, threads};
       double copy_scale = bytes / (2.0 * (double)half); /* kernel bytes / copy bytes, ~1 */
@@ -168,7 +168,7 @@ int main(int argc, char **argv) {
       bench_fn fns[3] = {mode ? ubgen_bwd : ubgen_fwd, mode ? naive_bwd : naive_fwd, bench_copy1};
       void *args[3] = {&p, &p, &copy};
       double *times[3];
-      for (int f = 0; f < 3; f++) times[f] = malloc((size_t)reps * sizeof(double));
+      for (int f = 0; f < 3; f++) times[f] = bench_alloc((size_t)reps * sizeof(double));
       if (cold) bench_interleaved_cold(fns, args, 3, reps, times);
       else bench_interleaved(fns, args, 3, reps, 0.02, times);
       double ratio_copy[64], ratio_naive[64];

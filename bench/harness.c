@@ -195,3 +195,8 @@ int bench_reps(int argc, char **argv, int dflt) {
     if (!strcmp(argv[i], "--reps")) return atoi(argv[i + 1]) > 0 ? atoi(argv[i + 1]) : dflt;
   return dflt;
 }
+
+void *bench_alloc(size_t n) {
+  void *p = NULL;
+  return posix_memalign(&p, 64, n ? n : 64) == 0 ? p : NULL;
+}
