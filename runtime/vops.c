@@ -32,18 +32,12 @@ void ubg_vop_load(float *dst, const void *src, ubg_i64 i0, ubg_i64 n, int dtype)
 void ubg_vop_store(void *dst, ubg_i64 i0, const float *src, ubg_i64 n, int dtype, int stream) {
   ubg_i64 k = 0;
   if (dtype == DT_F32) {
-    for (; k < n; k++) ubg_st_f32(dst, i0 + k, src[k]);
+    ubg_copy((float *)dst + i0, src, n * 4, stream); /* no conversion: the (streaming) copy */
   } else if (dtype == DT_F16) {
     for (; k < n; k++) ubg_st_f16(dst, i0 + k, src[k]);
   } else {
 #ifdef UBG_V16
-    for (; k + 16 <= n; k += 16) {
-      unsigned sub = 0;
-      ubg_i16x16 h = ubg_v_to_bf16(ubg_v_ld(src + k), &sub);
-      if (__builtin_expect(sub != 0, 0)) break;
-      if (stream) ubg_v_stream_bf16(dst, i0 + k, h);
-      else ubg_v_st_bf16(dst, i0 + k, h);
-    }
+    k = ubg_v_store_bf16_row(dst, i0, src, n, stream); /* up to a chunk with an f32 subnormal */
 #endif
     for (; k < n; k++) ubg_st_bf16(dst, i0 + k, src[k]);
   }

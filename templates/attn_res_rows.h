@@ -6,14 +6,16 @@
     of f32 for f16/bf16) and converted in registers where used. The
     including template defines LD, ST, RND, DT, ESIZE; tcc gets the same
     operations as vector calls over staged chunks. }}
-enum { ROWS = 4 }; /* rows at a time in load_sumsq_rows and score_rows */
+enum { ROWS = 4 }; /* rows at a time in load_dot_rows and score_rows */
 
-/* rows + i * stride = the row src[base + i * plane, + n) as it is, and
- * lanes[i] += x * x over it, for i < nrows (a constant: registers); the
- * rows at next + i * plane (next >= 0: the program's next token) are
- * requested from memory meanwhile */
-UBG_INLINE void load_sumsq_rows(void *rows, ubg_i64 stride, const void *src, ubg_i64 base, ubg_i64 plane, int nrows,
-                                ubg_i64 n, float *UBG_RESTRICT lanes, ubg_i64 next) {
+/* rows + i * stride = the row src[base + i * plane, + n) as it is, for
+ * i < nrows (a constant: the accumulators live in registers), and over the
+ * lanes la[i] += pa * x (pa NULL: x * x, the sum of squares) and, with pb,
+ * lb[i] += pb * x. The rows at next + i * plane (next >= 0: the program's
+ * next token) are requested from memory meanwhile. */
+UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i64 base, ubg_i64 plane, int nrows,
+                              ubg_i64 n, const float *UBG_RESTRICT pa, float *UBG_RESTRICT la,
+                              const float *UBG_RESTRICT pb, float *UBG_RESTRICT lb, ubg_i64 next) {
   ubg_u8 *dst = (ubg_u8 *)rows;
   const ubg_u8 *s8 = (const ubg_u8 *)src;
   int i;
@@ -23,17 +25,21 @@ UBG_INLINE void load_sumsq_rows(void *rows, ubg_i64 stride, const void *src, ubg
   (void)next;
   for (i = 0; i < nrows; i++) {
     ubg_copy(dst + i * stride * ESIZE, s8 + (base + i * plane) * ESIZE, n * ESIZE, 0);
-    for (c = 0; c < n; c += UBG_VCHUNK) {
+    for (c = 0; c < n; c += UBG_VCHUNK) { /* c is a multiple of the lanes */
       const ubg_i64 m = ubg_min(UBG_VCHUNK, n - c);
       ubg_vop_load(buf, src, base + i * plane + c, m, DT);
-      ubg_vop_lanes_dot(lanes + i * UBG_LANES, buf, buf, m); /* c is a multiple of the lanes */
+      ubg_vop_lanes_dot(la + i * UBG_LANES, pa ? pa + c : buf, buf, m);
+      if (pb) ubg_vop_lanes_dot(lb + i * UBG_LANES, pb + c, buf, m);
     }
   }
 #else
-  ubg_vf acc[ROWS];
+  ubg_f32x16 a[ROWS], b[ROWS];
   ubg_i64 c, j = 0;
   int l;
-  for (i = 0; i < nrows; i++) acc[i] = ubg_vf_ld(lanes + i * UBG_LANES);
+  for (i = 0; i < nrows; i++) {
+    a[i] = ubg_v_ld(la + i * UBG_LANES);
+    if (pb) b[i] = ubg_v_ld(lb + i * UBG_LANES);
+  }
   for (c = 0; c < n; c += UBG_PF_CHUNK) {
     const ubg_i64 end = ubg_min(n, c + UBG_PF_CHUNK);
     if (next >= 0)
@@ -41,18 +47,23 @@ UBG_INLINE void load_sumsq_rows(void *rows, ubg_i64 stride, const void *src, ubg
     for (j = c; j + 16 <= end; j += 16)
       for (i = 0; i < nrows; i++) {
         const ubg_i64 at = base + i * plane + j;
-        const ubg_vf x = ld16(src, at);
+        const ubg_f32x16 x = ld16(src, at);
         __builtin_memcpy(dst + (i * stride + j) * ESIZE, s8 + at * ESIZE, 16 * ESIZE);
-        acc[i] += x * x;
+        a[i] += (pa ? ubg_v_ld(pa + j) : x) * x;
+        if (pb) b[i] += ubg_v_ld(pb + j) * x;
       }
   }
-  for (i = 0; i < nrows; i++) ubg_vf_st(lanes + i * UBG_LANES, acc[i]);
+  for (i = 0; i < nrows; i++) {
+    ubg_v_st(la + i * UBG_LANES, a[i]);
+    if (pb) ubg_v_st(lb + i * UBG_LANES, b[i]);
+  }
   for (i = 0; i < nrows; i++)
     for (l = 0; j + l < n; l++) {
       const ubg_i64 at = base + i * plane + j + l;
       const float x = LD(src, at);
       __builtin_memcpy(dst + (i * stride + j + l) * ESIZE, s8 + at * ESIZE, ESIZE);
-      lanes[i * UBG_LANES + l] += x * x;
+      la[i * UBG_LANES + l] += (pa ? pa[j + l] : x) * x;
+      if (pb) lb[i * UBG_LANES + l] += pb[j + l] * x;
     }
 #endif
 }
@@ -78,21 +89,21 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
       ubg_vop_lanes_dot(lanes + i * UBG_LANES, buf, wqn + c, m);
     }
 #else
-  ubg_vf acc[ROWS], start[ROWS];
+  ubg_f32x16 acc[ROWS], start[ROWS];
   ubg_i64 j = 0, k;
   int l;
   unsigned sub = 0;
-  for (i = 0; i < nrows; i++) start[i] = acc[i] = ubg_vf_ld(lanes + i * UBG_LANES);
+  for (i = 0; i < nrows; i++) start[i] = acc[i] = ubg_v_ld(lanes + i * UBG_LANES);
   for (; j + 16 <= n; j += 16) {
-    const ubg_vf q = ubg_vf_ld(wqn + j);
+    const ubg_f32x16 q = ubg_v_ld(wqn + j);
     if (next >= 0 && ((j * ESIZE) & 63) == 0)
       for (i = 0; i < nrows; i++) UBG_PREFETCH((const ubg_u8 *)src + (next + i * plane + j) * ESIZE);
     for (i = 0; i < nrows; i++) acc[i] += rnd16(ld16(rows, i * stride + j) * r[i], &sub) * q;
   }
-  for (i = 0; i < nrows; i++) ubg_vf_st(lanes + i * UBG_LANES, acc[i]);
+  for (i = 0; i < nrows; i++) ubg_v_st(lanes + i * UBG_LANES, acc[i]);
   if (__builtin_expect(sub != 0, 0)) /* an f32 subnormal product somewhere: the scalar code from the start */
     for (i = 0; i < nrows; i++) {
-      ubg_vf_st(lanes + i * UBG_LANES, start[i]);
+      ubg_v_st(lanes + i * UBG_LANES, start[i]);
       for (k = 0; k < j; k += UBG_LANES)
         for (l = 0; l < UBG_LANES; l++) lanes[i * UBG_LANES + l] += RND(LD(rows, i * stride + k + l) * r[i]) * wqn[k + l];
     }
@@ -138,14 +149,14 @@ static void out_rows(void *out, ubg_i64 base, const void *rows, ubg_i64 stride, 
   /* four chunks at once: each output is a chain of dependent additions
    * over the blocks, four chains keep the adder busy */
   for (; d + 64 <= n; d += 64) {
-    ubg_vf h[4];
+    ubg_f32x16 h[4];
     for (u = 0; u < 4; u++) h[u] = 0.0f + a[0] * ld16(rows, d + 16 * u);
     for (i = 1; i < nb; i++)
       for (u = 0; u < 4; u++) h[u] += a[i] * ld16(rows, i * stride + d + 16 * u);
     for (u = 0; u < 4; u++) store16(out, base + d + 16 * u, h[u], stream);
   }
   for (; d + 16 <= n; d += 16) {
-    ubg_vf h = 0.0f + a[0] * ld16(rows, d);
+    ubg_f32x16 h = 0.0f + a[0] * ld16(rows, d);
     for (i = 1; i < nb; i++) h += a[i] * ld16(rows, i * stride + d);
     store16(out, base + d, h, stream);
   }
@@ -160,59 +171,6 @@ UBG_INLINE void axpy_row(float *UBG_RESTRICT h, float a, const void *row, ubg_i6
   for (d = 0; d < n; d++) h[d] += a * LD(row, d);
 }
 #endif
-
-/* for the backward: rows + i * stride = the row src[base + i * plane, + n)
- * as it is, da[i] += dh * x and e[i] += wqn * x over the lanes */
-UBG_INLINE void load_dot2_rows(void *rows, ubg_i64 stride, const void *src, ubg_i64 base, ubg_i64 plane, int nrows,
-                               ubg_i64 n, const float *UBG_RESTRICT dh, const float *UBG_RESTRICT wqn,
-                               float *UBG_RESTRICT da, float *UBG_RESTRICT e, ubg_i64 next) {
-  ubg_u8 *dst = (ubg_u8 *)rows;
-  const ubg_u8 *s8 = (const ubg_u8 *)src;
-  int i;
-#ifdef __TINYC__
-  float buf[UBG_VCHUNK];
-  ubg_i64 c;
-  (void)next;
-  for (i = 0; i < nrows; i++) {
-    ubg_copy(dst + i * stride * ESIZE, s8 + (base + i * plane) * ESIZE, n * ESIZE, 0);
-    for (c = 0; c < n; c += UBG_VCHUNK) {
-      const ubg_i64 m = ubg_min(UBG_VCHUNK, n - c);
-      ubg_vop_load(buf, src, base + i * plane + c, m, DT);
-      ubg_vop_lanes_dot(da + i * UBG_LANES, dh + c, buf, m);
-      ubg_vop_lanes_dot(e + i * UBG_LANES, wqn + c, buf, m);
-    }
-  }
-#else
-  ubg_vf a[ROWS], b[ROWS];
-  ubg_i64 c, j = 0;
-  int l;
-  for (i = 0; i < nrows; i++) a[i] = ubg_vf_ld(da + i * UBG_LANES), b[i] = ubg_vf_ld(e + i * UBG_LANES);
-  for (c = 0; c < n; c += UBG_PF_CHUNK) {
-    const ubg_i64 end = ubg_min(n, c + UBG_PF_CHUNK);
-    if (next >= 0)
-      for (i = 0; i < nrows; i++) ubg_prefetch(s8 + (next + i * plane + c) * ESIZE, (end - c) * ESIZE);
-    for (j = c; j + 16 <= end; j += 16) {
-      const ubg_vf h = ubg_vf_ld(dh + j), q = ubg_vf_ld(wqn + j);
-      for (i = 0; i < nrows; i++) {
-        const ubg_i64 at = base + i * plane + j;
-        const ubg_vf x = ld16(src, at);
-        __builtin_memcpy(dst + (i * stride + j) * ESIZE, s8 + at * ESIZE, 16 * ESIZE);
-        a[i] += h * x;
-        b[i] += q * x;
-      }
-    }
-  }
-  for (i = 0; i < nrows; i++) ubg_vf_st(da + i * UBG_LANES, a[i]), ubg_vf_st(e + i * UBG_LANES, b[i]);
-  for (i = 0; i < nrows; i++)
-    for (l = 0; j + l < n; l++) {
-      const ubg_i64 at = base + i * plane + j + l;
-      const float x = LD(src, at);
-      __builtin_memcpy(dst + (i * stride + j + l) * ESIZE, s8 + at * ESIZE, ESIZE);
-      da[i * UBG_LANES + l] += dh[j + l] * x;
-      e[i * UBG_LANES + l] += wqn[j + l] * x;
-    }
-#endif
-}
 
 /* The backward's elementwise step for one block over n columns of a row x
  * (storage dtype), f32 inside:
@@ -238,10 +196,10 @@ UBG_INLINE void dv_row(void *dv, ubg_i64 at, const void *x, const float *UBG_RES
 #else
   ubg_i64 d = 0;
   for (; d + 16 <= n; d += 16) {
-    const ubg_vf xv = ld16(x, d), tt = ds * (xv * r);
-    store16(dv, at + d, (a * ubg_vf_ld(dh + d) + rds * ubg_vf_ld(wqn + d)) - c * xv, stream);
-    ubg_vf_st(dwq + d, ubg_vf_ld(dwq + d) + tt * ubg_vf_ld(wn + d));
-    ubg_vf_st(dwn + d, ubg_vf_ld(dwn + d) + tt * ubg_vf_ld(wq + d));
+    const ubg_f32x16 xv = ld16(x, d), tt = ds * (xv * r);
+    store16(dv, at + d, (a * ubg_v_ld(dh + d) + rds * ubg_v_ld(wqn + d)) - c * xv, stream);
+    ubg_v_st(dwq + d, ubg_v_ld(dwq + d) + tt * ubg_v_ld(wn + d));
+    ubg_v_st(dwn + d, ubg_v_ld(dwn + d) + tt * ubg_v_ld(wq + d));
   }
   for (; d < n; d++) {
     const float xv = LD(x, d), tt = ds * (xv * r);
@@ -254,30 +212,23 @@ UBG_INLINE void dv_row(void *dv, ubg_i64 at, const void *x, const float *UBG_RES
 
 #ifndef __TINYC__
 /* dv_row for every block of a token, 16 columns at a time with the dw sums
- * in registers across the blocks (the same operations, block order). The
- * next token's rows of v (src + next + i * plane) and of dout (dout + dnext),
- * next >= 0, are requested from memory meanwhile, a line at a time */
+ * in registers across the blocks (the same operations, block order) */
 static void dv_rows(void *dv, ubg_i64 at, ubg_i64 plane, const void *rows, ubg_i64 stride, const float *UBG_RESTRICT dh,
                     const float *UBG_RESTRICT wq, const float *UBG_RESTRICT wn, const float *UBG_RESTRICT wqn,
                     const float *a, const float *rds, const float *c, const float *r, const float *ds, ubg_i64 nb,
-                    float *UBG_RESTRICT dwq, float *UBG_RESTRICT dwn, ubg_i64 n, int stream, const void *src,
-                    const void *dout, ubg_i64 next, ubg_i64 dnext) {
+                    float *UBG_RESTRICT dwq, float *UBG_RESTRICT dwn, ubg_i64 n, int stream) {
   ubg_i64 d = 0, i;
   for (; d + 16 <= n; d += 16) {
-    if (next >= 0 && ((d * ESIZE) & 63) == 0) {
-      for (i = 0; i < nb; i++) UBG_PREFETCH((const ubg_u8 *)src + (next + i * plane + d) * ESIZE);
-      UBG_PREFETCH((const ubg_u8 *)dout + (dnext + d) * ESIZE);
-    }
-    const ubg_vf h = ubg_vf_ld(dh + d), q = ubg_vf_ld(wq + d), w = ubg_vf_ld(wn + d), qw = ubg_vf_ld(wqn + d);
-    ubg_vf sq = ubg_vf_ld(dwq + d), sn = ubg_vf_ld(dwn + d);
+    const ubg_f32x16 h = ubg_v_ld(dh + d), q = ubg_v_ld(wq + d), w = ubg_v_ld(wn + d), qw = ubg_v_ld(wqn + d);
+    ubg_f32x16 sq = ubg_v_ld(dwq + d), sn = ubg_v_ld(dwn + d);
     for (i = 0; i < nb; i++) {
-      const ubg_vf xv = ld16(rows, i * stride + d), tt = ds[i] * (xv * r[i]);
+      const ubg_f32x16 xv = ld16(rows, i * stride + d), tt = ds[i] * (xv * r[i]);
       store16(dv, at + i * plane + d, (a[i] * h + rds[i] * qw) - c[i] * xv, stream);
       sq += tt * w;
       sn += tt * q;
     }
-    ubg_vf_st(dwq + d, sq);
-    ubg_vf_st(dwn + d, sn);
+    ubg_v_st(dwq + d, sq);
+    ubg_v_st(dwn + d, sn);
   }
   if (d < n)
     for (i = 0; i < nb; i++)

@@ -144,20 +144,28 @@ UBG_INLINE void ubg_st_f16(void *p, ubg_i64 i, float v) { ((ubg_u16 *)p)[i] = ub
  * a kernel that sees *sub != 0 redoes those 16 lanes with the scalar code.
  * gcc builtins on vector-extension types, not <immintrin.h>: parsing that
  * header would cost every kernel 0.2 s of compile time. */
-#if defined(__GNUC__) && !defined(__TINYC__) && defined(__AVX512F__) && defined(__AVX512BF16__) && \
-    defined(__AVX512DQ__) && !defined(UBG_NO_V16)
-#define UBG_V16 1
+#if defined(__GNUC__) && !defined(__TINYC__)
+/* 16 floats as one gcc vector, for chunk-wise code on any gcc target (one
+ * AVX-512 register, or two AVX2 ones), each operation elementwise in f32 as
+ * written; returned by value only from inline functions (no ABI to keep) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
 typedef float ubg_f32x16 __attribute__((vector_size(64)));
-typedef ubg_u32 ubg_u32x16 __attribute__((vector_size(64)));
-typedef int ubg_i32x16 __attribute__((vector_size(64)));
-typedef short ubg_i16x16 __attribute__((vector_size(32)));
-
 UBG_INLINE ubg_f32x16 ubg_v_ld(const float *p) {
   ubg_f32x16 v;
   __builtin_memcpy(&v, p, 64);
   return v;
 }
 UBG_INLINE void ubg_v_st(float *p, ubg_f32x16 v) { __builtin_memcpy(p, &v, 64); }
+#pragma GCC diagnostic pop
+#endif
+#if defined(__GNUC__) && !defined(__TINYC__) && defined(__AVX512F__) && defined(__AVX512BF16__) && \
+    defined(__AVX512DQ__) && !defined(UBG_NO_V16)
+#define UBG_V16 1
+typedef ubg_u32 ubg_u32x16 __attribute__((vector_size(64)));
+typedef int ubg_i32x16 __attribute__((vector_size(64)));
+typedef short ubg_i16x16 __attribute__((vector_size(32)));
+
 /* bf16 to f32 is a zero extension and a shift; the builtin, because
  * __builtin_convertvector splits the extension into four instructions */
 UBG_INLINE ubg_f32x16 ubg_v_widen_bf16(ubg_i16x16 h) {
@@ -198,78 +206,65 @@ UBG_INLINE void ubg_v_stream_bf16(void *p, ubg_i64 i, ubg_i16x16 h) {
     __builtin_memcpy(q, &h, 32);
   }
 }
-#endif
-
-/* ---- 16 floats in registers (gcc) ----------------------------------------
- * A vector type for chunk-wise code; gcc maps it to one AVX-512 register or
- * two AVX2 ones, each operation elementwise in f32 as written. */
-#if defined(__GNUC__) && !defined(__TINYC__)
-/* (returned by value only from inline functions: no ABI to keep) */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wpsabi"
-typedef float ubg_vf __attribute__((vector_size(64)));
-UBG_INLINE ubg_vf ubg_vf_ld(const float *p) {
-  ubg_vf v;
-  __builtin_memcpy(&v, p, 64);
-  return v;
+/* dst[i0, i0 + n) = bf16(src[0, n)) 16 lanes at a time (streaming when
+ * stream), stopping before the first chunk that holds an f32 subnormal;
+ * returns how many elements it stored, the caller's scalar code does the
+ * rest */
+UBG_INLINE ubg_i64 ubg_v_store_bf16_row(void *dst, ubg_i64 i0, const float *src, ubg_i64 n, int stream) {
+  ubg_i64 k = 0;
+  for (; k + 16 <= n; k += 16) {
+    unsigned sub = 0;
+    const ubg_i16x16 h = ubg_v_to_bf16(ubg_v_ld(src + k), &sub);
+    if (__builtin_expect(sub != 0, 0)) break;
+    if (stream) ubg_v_stream_bf16(dst, i0 + k, h);
+    else ubg_v_st_bf16(dst, i0 + k, h);
+  }
+  return k;
 }
-UBG_INLINE void ubg_vf_st(float *p, ubg_vf v) { __builtin_memcpy(p, &v, 64); }
-#pragma GCC diagnostic pop
 #endif
 
 /* ---- moving bytes -----------------------------------------------------------
  * ubg_copy: dst[0, n) = src[0, n) (bytes, no overlap); ubg_zero: dst = 0.
- * stream: dst bypasses the caches where it is 16-byte aligned (an output
+ * stream: dst bypasses the caches in whole 64-byte lines (an output
  * larger than the caches that nobody reads back soon; saves reading each
  * line before writing it); the stage must end with UBG_SFENCE(). For tcc
  * these are library calls (runtime/vops.c), gcc inlines them. */
 #if defined(__GNUC__) && !defined(__TINYC__) && defined(__SSE2__)
-typedef long long ubg_i64v2 __attribute__((vector_size(16)));
-UBG_INLINE void ubg_copy(void *dst, const void *src, ubg_i64 n, int stream) {
-  ubg_u8 *d = (ubg_u8 *)dst;
-  const ubg_u8 *s = (const ubg_u8 *)src;
-  if (stream && n >= 256) {
-    ubg_i64 head = (ubg_i64)((16 - ((unsigned long)d & 15)) & 15), k;
-    __builtin_memcpy(d, s, (unsigned long)head);
-    for (k = head; k + 64 <= n; k += 64) {
-      ubg_i64v2 a, b, c, e;
-      __builtin_memcpy(&a, s + k, 16);
-      __builtin_memcpy(&b, s + k + 16, 16);
-      __builtin_memcpy(&c, s + k + 32, 16);
-      __builtin_memcpy(&e, s + k + 48, 16);
-      __builtin_ia32_movntdq((ubg_i64v2 *)(d + k), a);
-      __builtin_ia32_movntdq((ubg_i64v2 *)(d + k + 16), b);
-      __builtin_ia32_movntdq((ubg_i64v2 *)(d + k + 32), c);
-      __builtin_ia32_movntdq((ubg_i64v2 *)(d + k + 48), e);
-    }
-    __builtin_memcpy(d + k, s + k, (unsigned long)(n - k));
-    return;
-  }
-  __builtin_memcpy(d, s, (unsigned long)n);
-}
-UBG_INLINE void ubg_zero(void *dst, ubg_i64 n, int stream) {
-  ubg_u8 *d = (ubg_u8 *)dst;
-  if (stream && n >= 256) {
+/* 64 bytes at d (64-byte aligned) bypassing the caches, from s or (s NULL)
+ * zeros: whole lines, so the write-combining buffer is flushed full */
+UBG_INLINE void ubg_stream_line(ubg_u8 *d, const ubg_u8 *s) {
 #ifdef __AVX512F__
-    /* whole lines at a time: the write-combining buffer is flushed full */
-    typedef long long ubg_i64v8 __attribute__((vector_size(64)));
-    const ubg_i64 head = (ubg_i64)((64 - ((unsigned long)d & 63)) & 63);
-    const ubg_i64v8 z = {0, 0, 0, 0, 0, 0, 0, 0};
-    ubg_i64 k;
-    __builtin_memset(d, 0, (unsigned long)head);
-    for (k = head; k + 64 <= n; k += 64) __builtin_ia32_movntdq512((ubg_i64v8 *)(d + k), z);
+  typedef long long ubg_i64v8 __attribute__((vector_size(64)));
+  ubg_i64v8 v = {0, 0, 0, 0, 0, 0, 0, 0};
+  if (s) __builtin_memcpy(&v, s, 64);
+  __builtin_ia32_movntdq512((ubg_i64v8 *)d, v);
 #else
-    const ubg_i64 head = (ubg_i64)((16 - ((unsigned long)d & 15)) & 15);
-    const ubg_i64v2 z = {0, 0};
-    ubg_i64 k;
-    __builtin_memset(d, 0, (unsigned long)head);
-    for (k = head; k + 16 <= n; k += 16) __builtin_ia32_movntdq((ubg_i64v2 *)(d + k), z);
-#endif
-    __builtin_memset(d + k, 0, (unsigned long)(n - k));
-    return;
+  typedef long long ubg_i64v2 __attribute__((vector_size(16)));
+  int q;
+  for (q = 0; q < 4; q++) {
+    ubg_i64v2 v = {0, 0};
+    if (s) __builtin_memcpy(&v, s + 16 * q, 16);
+    __builtin_ia32_movntdq((ubg_i64v2 *)(d + 16 * q), v);
   }
-  __builtin_memset(d, 0, (unsigned long)n);
+#endif
 }
+/* dst[0, n) = src[0, n), or zeros when src is NULL; streaming when asked
+ * and worth it, the unaligned head and the tail through the caches */
+UBG_INLINE void ubg_move(ubg_u8 *d, const ubg_u8 *s, ubg_i64 n, int stream) {
+  ubg_i64 head = (ubg_i64)((64 - ((unsigned long)d & 63)) & 63), k;
+  if (!stream || n < 256) head = n;
+  if (s) __builtin_memcpy(d, s, (unsigned long)head);
+  else __builtin_memset(d, 0, (unsigned long)head);
+  for (k = head; k + 64 <= n; k += 64) ubg_stream_line(d + k, s ? s + k : 0);
+  if (k < n) {
+    if (s) __builtin_memcpy(d + k, s + k, (unsigned long)(n - k));
+    else __builtin_memset(d + k, 0, (unsigned long)(n - k));
+  }
+}
+UBG_INLINE void ubg_copy(void *dst, const void *src, ubg_i64 n, int stream) {
+  ubg_move((ubg_u8 *)dst, (const ubg_u8 *)src, n, stream);
+}
+UBG_INLINE void ubg_zero(void *dst, ubg_i64 n, int stream) { ubg_move((ubg_u8 *)dst, 0, n, stream); }
 #elif defined(__TINYC__)
 void ubg_vop_copy_bytes(void *dst, const void *src, ubg_i64 n, int stream);
 void ubg_vop_zero_bytes(void *dst, ubg_i64 n, int stream);

@@ -59,14 +59,7 @@ UBG_INLINE void store_f32(void *dst, ubg_i64 base, const float *UBG_RESTRICT src
 {{/is_f32}}
 {{#is_bf16}}
 #ifdef UBG_V16
-  /* a chunk with an f32 subnormal in it is left to the scalar loop */
-  for (; d + 16 <= n; d += 16) {
-    unsigned sub = 0;
-    ubg_i16x16 h = ubg_v_to_bf16(ubg_v_ld(src + d), &sub);
-    if (__builtin_expect(sub != 0, 0)) break;
-    if (stream) ubg_v_stream_bf16(dst, base + d, h);
-    else ubg_v_st_bf16(dst, base + d, h);
-  }
+  d = ubg_v_store_bf16_row(dst, base, src, n, stream); /* up to a chunk with an f32 subnormal */
 #endif
 {{/is_bf16}}
   (void)stream;
@@ -74,27 +67,7 @@ UBG_INLINE void store_f32(void *dst, ubg_i64 base, const float *UBG_RESTRICT src
 #endif
 }
 
-/* ubg_lanes_dot: acc[l] += a * b over the lanes */
-UBG_INLINE void tile_dot(float *UBG_RESTRICT acc, const float *UBG_RESTRICT a, const float *UBG_RESTRICT b, ubg_i64 n) {
-#ifdef __TINYC__
-  ubg_vop_lanes_dot(acc, a, b, n);
-#else
-  ubg_lanes_dot(acc, a, b, n);
-#endif
-}
 
-/* load_sumsq, and the same elements at element offset next (the row this
- * program reads next; < 0: none) requested from memory meanwhile, a little
- * per chunk: rows far apart in memory defeat the hardware prefetcher */
-UBG_INLINE void load_sumsq_pf(float *UBG_RESTRICT dst, const void *src, ubg_i64 base, ubg_i64 n, float *UBG_RESTRICT acc,
-                              ubg_i64 next) {
-  ubg_i64 c;
-  for (c = 0; c < n; c += UBG_PF_CHUNK) {
-    const ubg_i64 k = ubg_min(UBG_PF_CHUNK, n - c);
-    if (next >= 0) ubg_prefetch((const ubg_u8 *)src + (next + c) * {{dtype_bytes}}, k * {{dtype_bytes}});
-    load_sumsq(dst + c, src, base + c, k, acc);
-  }
-}
 
 /* load_f32 with the same prefetch of the row at next */
 UBG_INLINE void load_f32_pf(float *UBG_RESTRICT dst, const void *src, ubg_i64 base, ubg_i64 n, ubg_i64 next) {
@@ -108,13 +81,13 @@ UBG_INLINE void load_f32_pf(float *UBG_RESTRICT dst, const void *src, ubg_i64 ba
 
 #ifndef __TINYC__
 /* dst[i, i + 16) = rnd(x): one chunk of a row computed in registers */
-UBG_INLINE void store16(void *dst, ubg_i64 i, ubg_vf x, int stream) {
+UBG_INLINE void store16(void *dst, ubg_i64 i, ubg_f32x16 x, int stream) {
   int l;
 {{#is_bf16}}
 #ifdef UBG_V16
   {
     unsigned sub = 0;
-    const ubg_i16x16 h = ubg_v_to_bf16((ubg_f32x16)x, &sub);
+    const ubg_i16x16 h = ubg_v_to_bf16(x, &sub);
     if (__builtin_expect(sub == 0, 1)) {
       if (stream) ubg_v_stream_bf16(dst, i, h);
       else ubg_v_st_bf16(dst, i, h);
@@ -132,7 +105,7 @@ UBG_INLINE void store16(void *dst, ubg_i64 i, ubg_vf x, int stream) {
 /* rnd() on 16 lanes, with the bits of the scalar RND unless *sub is set:
  * the AVX512-BF16 conversion flushes f32 subnormals, so the caller checks
  * *sub once at the end and redoes that work with the scalar code */
-UBG_INLINE ubg_vf rnd16(ubg_vf p, unsigned *sub) {
+UBG_INLINE ubg_f32x16 rnd16(ubg_f32x16 p, unsigned *sub) {
 {{#is_f32}}
   (void)sub;
   return p;
@@ -141,7 +114,7 @@ UBG_INLINE ubg_vf rnd16(ubg_vf p, unsigned *sub) {
   int l;
 {{#is_bf16}}
 #ifdef UBG_V16
-  return (ubg_vf)ubg_v_rnd_bf16((ubg_f32x16)p, sub);
+  return ubg_v_rnd_bf16(p, sub);
 #endif
 {{/is_bf16}}
   (void)sub;
@@ -154,17 +127,17 @@ UBG_INLINE ubg_vf rnd16(ubg_vf p, unsigned *sub) {
 
 #ifndef __TINYC__
 /* src[i, i + 16) as f32 */
-UBG_INLINE ubg_vf ld16(const void *src, ubg_i64 i) {
+UBG_INLINE ubg_f32x16 ld16(const void *src, ubg_i64 i) {
 {{#is_f32}}
-  return ubg_vf_ld((const float *)src + i);
+  return ubg_v_ld((const float *)src + i);
 {{/is_f32}}
 {{^is_f32}}
 {{#is_bf16}}
 #ifdef UBG_V16
-  return (ubg_vf)ubg_v_ld_bf16(src, i);
+  return ubg_v_ld_bf16(src, i);
 #endif
 {{/is_bf16}}
-  ubg_vf x;
+  ubg_f32x16 x;
   int l;
   for (l = 0; l < 16; l++) x[l] = LD(src, i + l);
   return x;

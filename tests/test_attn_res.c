@@ -25,13 +25,6 @@ typedef struct {
   int64_t nb, tokens, dim;
 } ar_shape;
 
-static ubg_ctx *make_ctx(int threads) {
-  ubg_config cfg = {0};
-  cfg.threads = threads;
-  ubg_ctx *ctx;
-  cr_assert_eq(ubg_ctx_create(&cfg, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
-  return ctx;
-}
 
 /* a variant applies when it holds nblocks scores and, non-tiled, the row */
 static int applies(const ug_variant *v, const ar_shape *s) { return tc_applies(v, s->dim) && v->pt.axis[1] >= s->nb; }
@@ -87,7 +80,7 @@ static void sweep_fwd(int dt, const ar_shape *s) {
   void *out = malloc(ob), *out1 = malloc(ob), *out2 = malloc(ob);
   float *alpha = malloc(ab), *rstd = malloc(ab), *alpha1 = malloc(ab), *rstd1 = malloc(ab), *alpha2 = malloc(ab),
         *rstd2 = malloc(ab);
-  ubg_ctx *one = make_ctx(1), *two = make_ctx(2);
+  ubg_ctx *one = tc_ctx(UBG_BACKEND_AUTO, 1), *two = tc_ctx(UBG_BACKEND_AUTO, 2);
   tc_variants vs = tc_kernel_variants("attn_res", "fwd", dt);
   const char *first = NULL;
   int ran = 0;
@@ -139,7 +132,7 @@ static void sweep_bwd(int dt, const ar_shape *s) {
   void *dv = malloc(vb), *dv1 = malloc(vb), *dv2 = malloc(vb);
   void *dwq = malloc(wb), *dwn = malloc(wb), *dwq1 = malloc(wb), *dwn1 = malloc(wb), *dwq2 = malloc(wb),
        *dwn2 = malloc(wb);
-  ubg_ctx *one = make_ctx(1), *two = make_ctx(2);
+  ubg_ctx *one = tc_ctx(UBG_BACKEND_AUTO, 1), *two = tc_ctx(UBG_BACKEND_AUTO, 2);
   tc_variants vs = tc_kernel_variants("attn_res", "bwd", dt);
   const char *first = NULL;
   int ran = 0;

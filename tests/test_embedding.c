@@ -21,13 +21,6 @@ typedef struct {
   int64_t v, d, n, padding_idx;
 } emb_shape;
 
-static ubg_ctx *make_ctx(int threads) {
-  ubg_config cfg = {0};
-  cfg.threads = threads;
-  ubg_ctx *ctx;
-  cr_assert_eq(ubg_ctx_create(&cfg, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
-  return ctx;
-}
 
 /* n indices in [0, v): uniform, or (skewed) half of them on a few hot rows,
  * so rows repeat many times, plus every padding_idx case */
@@ -55,7 +48,7 @@ static void sweep_fwd(int dt, const emb_shape *s) {
   outs[2] = want;
   ref_find("embedding", "fwd")->fn(a, dt, outs);
   void *out = malloc(out_bytes + 1), *out2 = malloc(out_bytes + 1);
-  ubg_ctx *one = make_ctx(1), *two = make_ctx(2);
+  ubg_ctx *one = tc_ctx(UBG_BACKEND_AUTO, 1), *two = tc_ctx(UBG_BACKEND_AUTO, 2);
   tc_variants vs = tc_kernel_variants("embedding", "fwd", dt);
   int ran = 0;
   for (int i = 0; i < vs.n; i++) {
@@ -117,7 +110,7 @@ static void sweep_bwd(int dt, const emb_shape *s) {
     for (int64_t c = 0; c < d; c++) sumabs[idx[i] * d + c] += fabs(ref_load(dout, i * d + c, dt));
   }
   void *dtable = malloc(tbytes), *first = malloc(tbytes), *dtable2 = malloc(tbytes);
-  ubg_ctx *one = make_ctx(1), *two = make_ctx(2);
+  ubg_ctx *one = tc_ctx(UBG_BACKEND_AUTO, 1), *two = tc_ctx(UBG_BACKEND_AUTO, 2);
   tc_variants vs = tc_kernel_variants("embedding", "bwd", dt);
   int ran = 0;
   const char *first_name = NULL;

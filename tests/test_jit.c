@@ -19,38 +19,15 @@
 #include "internal.h" /* ctx->jit_compiles */
 #include "rms_norm_cases.h"
 
-static char cache[64];
-
-/* a fresh, private cache directory for the gcc backend */
-static void fresh_cache(void) {
-  snprintf(cache, sizeof cache, "/tmp/ubgen_test_cache_XXXXXX");
-  cr_assert_not_null(mkdtemp(cache));
-  setenv("UBGEN_CACHE_DIR", cache, 1);
-}
-
-static void drop_cache(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache);
-  if (system(cmd) != 0) cr_log_warn("could not remove %s", cache);
-}
-
-static ubg_ctx *make_ctx(ubg_backend backend, int threads) {
-  ubg_config cfg = {0};
-  cfg.backend = backend;
-  cfg.threads = threads;
-  ubg_ctx *ctx;
-  cr_assert_eq(ubg_ctx_create(&cfg, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
-  return ctx;
-}
 
 /* every feasible variant of one pass and dtype, on a shape it applies to,
  * under the three castings, with w: tcc's bits against the built-in's */
 static void same_bits(const char *pass, int dt, ubg_backend backend) {
   tc_variants vs = tc_load_variants(pass, dt);
   cr_assert(vs.n > 0);
-  if (backend == UBG_BACKEND_GCC) fresh_cache();
+  if (backend == UBG_BACKEND_GCC) tc_fresh_cache();
   const char *suffix = backend == UBG_BACKEND_GCC ? "gcc" : "tcc";
-  ubg_ctx *aot = make_ctx(UBG_BACKEND_AOT, 2), *tcc = make_ctx(backend, 2);
+  ubg_ctx *aot = tc_ctx(UBG_BACKEND_AOT, 2), *tcc = tc_ctx(backend, 2);
   const size_t es = ref_dtype_bytes(dt);
   for (int i = 0; i < vs.n; i++) {
     const ug_variant *v = &vs.v[i];
@@ -94,7 +71,7 @@ static void same_bits(const char *pass, int dt, ubg_backend backend) {
   ubg_ctx_destroy(aot);
   ubg_ctx_destroy(tcc);
   tc_free_variants(&vs);
-  if (backend == UBG_BACKEND_GCC) drop_cache();
+  if (backend == UBG_BACKEND_GCC) tc_drop_cache();
 }
 
 Test(jit_tcc, fwd_f32_same_bits, .timeout = 120) { same_bits("fwd", UBG_F32, UBG_BACKEND_TCC); }
@@ -127,7 +104,7 @@ static void *caller(void *arg) {
 }
 
 Test(jit_tcc, concurrent_callers_compile_each_variant_once) {
-  shared = make_ctx(UBG_BACKEND_TCC, 1);
+  shared = tc_ctx(UBG_BACKEND_TCC, 1);
   pthread_t th[8];
   for (int t = 0; t < 8; t++) pthread_create(&th[t], NULL, caller, (void *)(intptr_t)t);
   for (int t = 0; t < 8; t++) {
@@ -163,7 +140,7 @@ static void write_bad_kernel(char *dir) {
 Test(jit_tcc, c_error_in_a_template_is_ecompile) {
   char dir[] = "/tmp/ubgen_test_jit_XXXXXX";
   write_bad_kernel(dir);
-  ubg_ctx *ctx = make_ctx(UBG_BACKEND_AUTO, 1);
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 1);
   float out[4] = {0};
   ubg_arg args[] = {{"out", UBG_ARG_PTR, {.p = out}}, {"n", UBG_ARG_I64, {.i = 4}}};
   ubg_status s = ubg_launch(ctx, "bad", "fwd", UBG_F32, args, 2);
@@ -181,7 +158,7 @@ Test(jit_tcc, c_error_in_a_template_is_ecompile) {
 
 /* AUTO takes the built-in code; AOT refuses what is not built in */
 Test(jit_tcc, backends_choose_as_documented) {
-  ubg_ctx *ctx = make_ctx(UBG_BACKEND_AUTO, 1);
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 1);
   float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8], rstd[1];
   cr_assert_eq(ubg_rms_norm_fwd(ctx, UBG_F32, 1, 8, x, NULL, 1e-6f, 0, UBG_CAST_LLAMA, y, rstd), UBG_OK);
   cr_assert_str_eq(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d16_m64_n@aot");
@@ -234,13 +211,13 @@ static ubg_ctx *big_ctx(ubg_backend backend) {
 
 static int count_files(const char *suffix, off_t *size) {
   char cmd[256];
-  snprintf(cmd, sizeof cmd, "ls %s/*%s 2>/dev/null | wc -l", cache, suffix);
+  snprintf(cmd, sizeof cmd, "ls %s/*%s 2>/dev/null | wc -l", tc_cache, suffix);
   FILE *p = popen(cmd, "r");
   int n = 0;
   if (p && fscanf(p, "%d", &n) != 1) n = -1;
   if (p) pclose(p);
   if (size) {
-    snprintf(cmd, sizeof cmd, "stat -c %%s %s/*%s 2>/dev/null | head -n 1", cache, suffix);
+    snprintf(cmd, sizeof cmd, "stat -c %%s %s/*%s 2>/dev/null | head -n 1", tc_cache, suffix);
     p = popen(cmd, "r");
     long s = -1;
     if (p && fscanf(p, "%ld", &s) != 1) s = -1;
@@ -251,7 +228,7 @@ static int count_files(const char *suffix, off_t *size) {
 }
 
 Test(jit_gcc, cache_hit_in_a_new_context_and_auto_takes_it) {
-  fresh_cache();
+  tc_fresh_cache();
   char ran[16];
   ubg_ctx *ctx = big_ctx(UBG_BACKEND_GCC);
   cr_assert_str_eq(big_call(ctx, ran, sizeof ran), "gcc", "%s", ubg_ctx_error(ctx));
@@ -263,11 +240,11 @@ Test(jit_gcc, cache_hit_in_a_new_context_and_auto_takes_it) {
   ctx = big_ctx(UBG_BACKEND_AUTO);
   cr_assert_str_eq(big_call(ctx, ran, sizeof ran), "gcc");
   ubg_ctx_destroy(ctx);
-  drop_cache();
+  tc_drop_cache();
 }
 
 Test(jit_gcc, a_corrupt_entry_is_rebuilt) {
-  fresh_cache();
+  tc_fresh_cache();
   char ran[16], cmd[256];
   ubg_ctx *ctx = big_ctx(UBG_BACKEND_GCC);
   cr_assert_str_eq(big_call(ctx, ran, sizeof ran), "gcc");
@@ -276,7 +253,7 @@ Test(jit_gcc, a_corrupt_entry_is_rebuilt) {
   cr_assert_eq(count_files(".so", &size), 1);
   cr_assert_gt(size, 1000);
   /* truncated */
-  snprintf(cmd, sizeof cmd, "truncate -s 100 %s/*.so", cache);
+  snprintf(cmd, sizeof cmd, "truncate -s 100 %s/*.so", tc_cache);
   cr_assert_eq(system(cmd), 0);
   ctx = big_ctx(UBG_BACKEND_GCC);
   cr_assert_str_eq(big_call(ctx, ran, sizeof ran), "gcc", "%s", ubg_ctx_error(ctx));
@@ -285,16 +262,16 @@ Test(jit_gcc, a_corrupt_entry_is_rebuilt) {
   cr_assert_eq(count_files(".so", &again), 1);
   cr_assert_eq(again, size, "rebuilt whole");
   /* same size, one byte changed */
-  snprintf(cmd, sizeof cmd, "printf 'X' | dd of=$(ls %s/*.so) bs=1 seek=600 conv=notrunc 2>/dev/null", cache);
+  snprintf(cmd, sizeof cmd, "printf 'X' | dd of=$(ls %s/*.so) bs=1 seek=600 conv=notrunc 2>/dev/null", tc_cache);
   cr_assert_eq(system(cmd), 0);
   ctx = big_ctx(UBG_BACKEND_GCC);
   cr_assert_str_eq(big_call(ctx, ran, sizeof ran), "gcc", "%s", ubg_ctx_error(ctx));
   ubg_ctx_destroy(ctx);
-  drop_cache();
+  tc_drop_cache();
 }
 
 Test(jit_gcc, two_processes_racing_on_one_entry_both_succeed) {
-  fresh_cache();
+  tc_fresh_cache();
   pid_t kids[2];
   for (int k = 0; k < 2; k++) {
     kids[k] = fork();
@@ -313,14 +290,14 @@ Test(jit_gcc, two_processes_racing_on_one_entry_both_succeed) {
   }
   cr_assert_eq(count_files(".so", NULL), 1, "one entry");
   cr_assert_eq(count_files(".c", NULL) + count_files(".tmp", NULL), 0, "no temporaries left");
-  drop_cache();
+  tc_drop_cache();
 }
 
 Test(jit_gcc, a_group_writable_cache_dir_is_refused_and_the_call_still_succeeds) {
-  fresh_cache();
-  cr_assert_eq(chmod(cache, 0775), 0);
+  tc_fresh_cache();
+  cr_assert_eq(chmod(tc_cache, 0775), 0);
   char log[128];
-  snprintf(log, sizeof log, "%s.log", cache);
+  snprintf(log, sizeof log, "%s.log", tc_cache);
   setenv("UBGEN_LOG", log, 1);
   char ran[16];
   ubg_ctx *ctx = big_ctx(UBG_BACKEND_GCC);
@@ -335,15 +312,15 @@ Test(jit_gcc, a_group_writable_cache_dir_is_refused_and_the_call_still_succeeds)
   text[n] = '\0';
   fclose(f);
   unlink(log);
-  cr_assert(strstr(text, "warning") && strstr(text, "writable by its group") && strstr(text, cache), "%s", text);
-  drop_cache();
+  cr_assert(strstr(text, "warning") && strstr(text, "writable by its group") && strstr(text, tc_cache), "%s", text);
+  tc_drop_cache();
 }
 
 Test(jit_gcc, a_c_error_is_ecompile_with_gccs_message) {
-  fresh_cache();
+  tc_fresh_cache();
   char dir[] = "/tmp/ubgen_test_jitg_XXXXXX";
   write_bad_kernel(dir);
-  ubg_ctx *ctx = make_ctx(UBG_BACKEND_GCC, 1);
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_GCC, 1);
   float out[4] = {0};
   ubg_arg args[] = {{"out", UBG_ARG_PTR, {.p = out}}, {"n", UBG_ARG_I64, {.i = 4}}};
   ubg_status s = ubg_launch(ctx, "bad", "fwd", UBG_F32, args, 2);
@@ -355,12 +332,12 @@ Test(jit_gcc, a_c_error_is_ecompile_with_gccs_message) {
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   cr_assert_eq(system(cmd), 0);
-  drop_cache();
+  tc_drop_cache();
 }
 
 /* AUTO with UBGEN_JIT_ASYNC=1: tcc now, gcc in the background, then gcc */
 Test(jit_gcc, async_gcc_replaces_tcc_code_when_ready, .timeout = 60) {
-  fresh_cache();
+  tc_fresh_cache();
   setenv("UBGEN_JIT_ASYNC", "1", 1);
   char ran[16];
   ubg_ctx *ctx = big_ctx(UBG_BACKEND_AUTO);
@@ -369,5 +346,5 @@ Test(jit_gcc, async_gcc_replaces_tcc_code_when_ready, .timeout = 60) {
   while (strcmp(big_call(ctx, ran, sizeof ran), "gcc") != 0 && waited++ < 400) usleep(50000);
   cr_assert_str_eq(ran, "gcc", "the background build never arrived");
   ubg_ctx_destroy(ctx);
-  drop_cache();
+  tc_drop_cache();
 }

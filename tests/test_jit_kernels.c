@@ -11,16 +11,6 @@
 #include "../gen/bind.h"
 #include "test_util.h"
 
-static char cache[64];
-
-static ubg_ctx *make_ctx(ubg_backend backend) {
-  ubg_config cfg = {0};
-  cfg.backend = backend;
-  cfg.threads = 2;
-  ubg_ctx *ctx;
-  cr_assert_eq(ubg_ctx_create(&cfg, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
-  return ctx;
-}
 
 /* env of a check case: its ints (or defaults) and has_<tensor> */
 static void case_env(const ug_pass *p, const ug_case *cs, int64_t *env) {
@@ -100,12 +90,8 @@ static void same_bits(const char *kernel, const char *pass, int dt, ubg_backend 
   cr_assert(vs.n > 0);
   const ug_pass *p = ug_spec_pass(vs.spec, pass);
   const char *suffix = backend == UBG_BACKEND_GCC ? "gcc" : "tcc";
-  if (backend == UBG_BACKEND_GCC) {
-    snprintf(cache, sizeof cache, "/tmp/ubgen_test_cache_XXXXXX");
-    cr_assert_not_null(mkdtemp(cache));
-    setenv("UBGEN_CACHE_DIR", cache, 1);
-  }
-  ubg_ctx *ctxs[2] = {make_ctx(UBG_BACKEND_AOT), make_ctx(backend)};
+  if (backend == UBG_BACKEND_GCC) tc_fresh_cache();
+  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AOT, 2), tc_ctx(backend, 2)};
   int64_t *env = calloc((size_t)p->nsyms + 1, sizeof *env);
   int ran = 0;
   for (int vi = 0; vi < vs.n; vi += every) {
@@ -144,11 +130,7 @@ static void same_bits(const char *kernel, const char *pass, int dt, ubg_backend 
   ubg_ctx_destroy(ctxs[0]);
   ubg_ctx_destroy(ctxs[1]);
   tc_free_variants(&vs);
-  if (backend == UBG_BACKEND_GCC) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache);
-    if (system(cmd) != 0) cr_log_warn("could not remove %s", cache);
-  }
+  if (backend == UBG_BACKEND_GCC) tc_drop_cache();
 }
 
 #define JIT_TESTS(kernel, pass)                                                                              \

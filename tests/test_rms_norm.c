@@ -28,11 +28,8 @@ typedef struct {
 } run_case;
 
 static void open_contexts(run_case *c) {
-  ubg_config one = {0}, two = {0};
-  one.threads = 1;
-  two.threads = 2;
-  cr_assert_eq(ubg_ctx_create(&one, &c->ctx1), UBG_OK, "%s", ubg_ctx_error(NULL));
-  cr_assert_eq(ubg_ctx_create(&two, &c->ctx2), UBG_OK, "%s", ubg_ctx_error(NULL));
+  c->ctx1 = tc_ctx(UBG_BACKEND_AUTO, 1);
+  c->ctx2 = tc_ctx(UBG_BACKEND_AUTO, 2);
 }
 
 static void expect_close(const char *what, const void *got, int dtype, const double *want, int64_t n, const run_case *c,

@@ -3,6 +3,7 @@
 #ifndef UBG_TEST_UTIL_H
 #define UBG_TEST_UTIL_H
 
+#include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -65,6 +66,30 @@ static inline tc_variants tc_kernel_variants(const char *kernel, const char *pas
 static inline void tc_free_variants(tc_variants *t) {
   free(t->v);
   ug_spec_free(t->spec);
+}
+
+/* a context with this backend and thread count (0: the defaults) */
+static inline ubg_ctx *tc_ctx(ubg_backend backend, int threads) {
+  ubg_config cfg = {0};
+  cfg.backend = backend;
+  cfg.threads = threads;
+  ubg_ctx *ctx;
+  cr_assert_eq(ubg_ctx_create(&cfg, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
+  return ctx;
+}
+
+/* a fresh, private cache directory for the gcc backend ($UBGEN_CACHE_DIR),
+ * and its removal */
+static char tc_cache[64];
+static inline void tc_fresh_cache(void) {
+  snprintf(tc_cache, sizeof tc_cache, "/tmp/ubgen_test_cache_XXXXXX");
+  cr_assert_not_null(mkdtemp(tc_cache));
+  setenv("UBGEN_CACHE_DIR", tc_cache, 1);
+}
+static inline void tc_drop_cache(void) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tc_cache);
+  if (system(cmd) != 0) cr_log_warn("could not remove %s", tc_cache);
 }
 
 /* BLOCK_D and tiled of a variant (axis 0 is BLOCK_D) */
