@@ -6,6 +6,7 @@
 #   make MARCH=x86-64-v3 kernels for another CPU (default: this one)
 #   make UB=256KiB       the UB budget the built-in kernels are emitted for
 #   make UBGEN_AOT=0     a library without built-in kernels: every variant through the JIT
+#   make BLAS=openblas   ubg_flce may also run its GEMMs with OpenBLAS (UBGEN_FLCE_GEMM=openblas)
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -13,6 +14,7 @@ BUILD   ?= build
 MARCH   ?= native
 UB      ?= 196608
 UBGEN_AOT ?= 1
+BLAS    ?=
 EMIT_KERNELS := $(if $(filter 0,$(UBGEN_AOT)),--no-kernels,)
 CC      ?= gcc
 NPROC   ?= $(shell nproc 2>/dev/null || echo 2)
@@ -24,10 +26,16 @@ LIBFLAGS := $(BASE) -fvisibility=hidden -fopenmp -DUBGEN_SOURCE_DIR='"$(CURDIR)"
 # every kernel: the flags that make gcc and tcc agree bit for bit (no FMA contraction)
 KFLAGS   := -std=c11 -O3 -march=$(MARCH) -ffp-contract=off -fno-math-errno -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-function
 LDLIBS   := -ljansson -ltcc -ldl -lm -lpthread
+ifeq ($(BLAS),openblas)
+LIBFLAGS += -DUBG_HAVE_OPENBLAS
+LDLIBS   += -lopenblas
+else ifneq ($(BLAS),)
+$(error BLAS=$(BLAS): the only optional BLAS is openblas)
+endif
 
 GEN_CORE := diag strbuf json_loc expr spec_load variant ubplan render source emit fsutil specset bind strategy
 GEN_CLI  := cli cmd_list cmd_plan cmd_emit cmd_check shape_arg check_run
-RUNTIME  := messages config registry kernels pools grid ctx launch jit jit_tcc jit_gcc datadir vops op_rms_norm op_embedding op_attn_res op_pending
+RUNTIME  := messages config registry kernels pools grid ctx launch jit jit_tcc jit_gcc datadir vops op_rms_norm op_embedding op_attn_res op_flce
 
 GEN_OBJS := $(GEN_CORE:%=$(BUILD)/obj/gen/%.o)
 CLI_OBJS := $(GEN_CLI:%=$(BUILD)/obj/gen/%.o)
@@ -62,6 +70,12 @@ $(BUILD)/obj/gen/%.o: gen/%.c $(HEADERS)
 $(BUILD)/obj/runtime/%.o: runtime/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(LIBFLAGS) $(CFLAGS) -c $< -o $@
+# switching BLAS rebuilds the one file that uses it
+$(BUILD)/obj/runtime/op_flce.o: $(BUILD)/blas-$(BLAS).flag
+$(BUILD)/blas-$(BLAS).flag:
+	@mkdir -p $(@D)
+	@rm -f $(BUILD)/blas-*.flag
+	@touch $@
 # the vector operations tcc kernels call: the kernels' flags, not the library's
 $(BUILD)/obj/runtime/vops.o: runtime/vops.c $(HEADERS)
 	@mkdir -p $(@D)
@@ -114,7 +128,7 @@ $(UBGEN): $(CLI_OBJS) $(BUILD)/obj/gen/ubgen.o $(REF_OBJS) $(LIB_A)
 include mk/tests.mk
 
 # ---- run: the main job ---------------------------------------------------------
-run: deps
+run: deps deps-bench
 	$(MAKE) -j$(NPROC) all bench-build
 	$(UBGEN) list --kernel rms_norm | tail -n 1
 	$(UBGEN) plan rms_norm.fwd --dtype bf16 --shape rows=2048,cols=4096

@@ -47,6 +47,17 @@ int ug_default_strategy(const ug_pass *p, const ug_variant *vs, int nv, int64_t 
         why(c, &wl, "next_pow2(%s=%lld) > 2^62", p->args[a0->tiles].name, (long long)dim);
       else
         why(c, &wl, "next_pow2(%s=%lld) = %lld", p->args[a0->tiles].name, (long long)dim, (long long)want);
+    } else if (a0->dflt) {
+      /* a first axis that tiles no argument (a GEMM's BLOCK_N) starts from
+       * its default, like the other axes */
+      ug_point_env(p, &vs[0].pt, env);
+      ug_expr_err err;
+      if (ug_expr_eval(a0->dflt, env, &want, &err) < 0) {
+        free(alive);
+        return ug_fail(d, p->kernel->path, a0->at, "default of axis %s (%s): %s", a0->name, ug_expr_source(a0->dflt),
+                       err.msg);
+      }
+      why(c, &wl, "%s default %s = %lld", a0->name, ug_expr_source(a0->dflt), (long long)want);
     } else {
       want = a0->values[a0->nvalues - 1];
     }

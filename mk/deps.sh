@@ -3,10 +3,12 @@
 # As root it runs apt-get; otherwise it prints the line to run and fails.
 #   sh mk/deps.sh build   the library and the command
 #   sh mk/deps.sh test    also the test framework
+#   sh mk/deps.sh bench   also OpenBLAS (bench_flce's baseline)
 set -eu
 need="gcc make pkg-config libjansson-dev libtcc-dev"
 case "${1:-build}" in
   test) need="$need libcriterion-dev" ;;
+  bench) need="$need libopenblas-dev" ;;
 esac
 missing=""
 for p in $need; do

@@ -11,8 +11,10 @@ TEST_CFLAGS := $(BASE) -fopenmp -Itemplates -Iruntime/include -Iruntime -Itests 
 BENCH_SRCS := $(wildcard bench/bench_*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 BENCH_COMMON := $(filter-out $(BENCH_SRCS),$(wildcard bench/*.c))
+# libraries one benchmark alone links (its baseline): BENCH_LIBS_<name>
+BENCH_LIBS_bench_flce := -lopenblas
 
-.PHONY: test-build bench-build
+.PHONY: test-build bench-build deps-bench
 
 $(BUILD)/gen/test/MANIFEST: $(BOOT) $(TEST_SPECS) $(TEMPLATES)
 	$(BOOT) emit --specs tests/specs --kernel guard_probe --out $(BUILD)/gen/test --registry ubg_aot_test --self-register
@@ -44,8 +46,11 @@ test: deps-test
 $(BUILD)/bench/%: bench/%.c $(BENCH_COMMON) $(LIB_A) $(HEADERS) $(wildcard bench/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 -march=$(MARCH) -ffp-contract=off -fopenmp -Itemplates -Iruntime/include -Ibench \
-	  $< $(BENCH_COMMON) $(LIB_A) $(LDLIBS) -o $@
+	  $< $(BENCH_COMMON) $(LIB_A) $(LDLIBS) $(BENCH_LIBS_$*) -o $@
 
+deps-bench:
+	@sh mk/deps.sh bench
 bench-build: $(BENCH_BINS)
-bench: bench-build
+bench: deps-bench
+	$(MAKE) bench-build
 	@for b in $(BENCH_BINS); do $$b --out $(BUILD)/bench/$$(basename $$b).json; done

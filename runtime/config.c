@@ -78,6 +78,18 @@ ubg_status rt_config_resolve(ubg_ctx *ctx, const ubg_config *cfg) {
   if ((s = env_int("UBGEN_JIT_ASYNC", 0, 1, &async, &set))) return s;
   ctx->jit_async = async == 1;
 
+  /* FLCE: rows per chunk (0: Liger's rule) and the GEMM backend */
+  long chunk = 0;
+  if ((s = env_int("UBGEN_FLCE_CHUNK", 0, 1L << 30, &chunk, &set))) return s;
+  ctx->flce_chunk = chunk;
+  const char *gemm = getenv("UBGEN_FLCE_GEMM");
+  ctx->flce_openblas = false;
+  if (gemm && *gemm) {
+    if (!strcmp(gemm, "openblas")) ctx->flce_openblas = true;
+    else if (strcmp(gemm, "generated"))
+      return rt_fail(NULL, UBG_EINVAL, "UBGEN_FLCE_GEMM=\"%s\" is not one of generated, openblas", gemm);
+  }
+
   const char *db = cfg->tuning_db ? cfg->tuning_db : getenv("UBGEN_TUNING_DB");
   const char *cache = cfg->cache_dir ? cfg->cache_dir : getenv("UBGEN_CACHE_DIR");
   ctx->tuning_db = db ? strdup(db) : NULL;

@@ -82,6 +82,8 @@ struct ubg_ctx {
   int njit_states, cap_jit_states;
   _Atomic int jit_compiles; /* variants this context compiled or swapped (tests) */
   bool jit_async;           /* UBGEN_JIT_ASYNC=1 */
+  int64_t flce_chunk;       /* UBGEN_FLCE_CHUNK: rows per ubg_flce chunk, 0: Liger's rule */
+  bool flce_openblas;       /* UBGEN_FLCE_GEMM=openblas */
   pthread_t async[RT_MAX_ASYNC]; /* background gcc builds, joined at destroy */
   int nasync;
 };
@@ -134,6 +136,12 @@ UBG_HIDDEN void rt_gcc_free(void *handle);
  * with its own arena. */
 UBG_HIDDEN void rt_grid_run(ubg_kernel_fn fn, const void *slots, int stage, int64_t nprog, rt_block **arenas,
                             int nthreads);
+
+/* ---- FLCE (tests and benchmarks read these) ---- */
+/* scratch bytes the last ubg_flce call on this thread allocated */
+UBG_HIDDEN size_t rt_flce_last_scratch_bytes(void);
+/* rows per chunk ubg_flce uses for this shape */
+UBG_HIDDEN int64_t rt_flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, int64_t vocab);
 
 /* ---- launch ---- */
 UBG_HIDDEN ubg_status rt_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype,

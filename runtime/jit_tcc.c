@@ -91,6 +91,7 @@ ubg_status rt_tcc_compile(ubg_ctx *ctx, const char *name, const char *src, ubg_k
   tcc_add_symbol(s, "expf", (const void *)expf);
   tcc_add_symbol(s, "logf", (const void *)logf);
   tcc_add_symbol(s, "tanhf", (const void *)tanhf);
+  tcc_add_symbol(s, "fmaf", (const void *)fmaf);
   for (const ubg_vop_symbol *v = ubg_vop_symbols; v->name; v++) tcc_add_symbol(s, v->name, v->fn);
   if (tcc_compile_string(s, src) < 0 || RELOCATE(s) < 0) {
     st = UBG_ECOMPILE;

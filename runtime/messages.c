@@ -19,7 +19,7 @@ typedef struct {
   uint64_t ctx_id; /* 0: free; 1: ubg_ctx_create's slot */
   uint64_t stamp;
   char error[1024];
-  char variant[160];
+  char variant[320];
 } slot;
 
 static __thread slot tls_slots[SLOTS];

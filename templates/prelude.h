@@ -22,6 +22,7 @@ float sqrtf(float);
 float expf(float);
 float logf(float);
 float tanhf(float);
+float fmaf(float, float, float);
 
 /* One argument slot, in the order of the spec's args, then derived values,
  * then workspace buffers. The runtime fills the same union. */
@@ -344,6 +345,32 @@ UBG_INLINE float ubg_lanes_fold(const float *acc) {
   for (l = 0; l < 8; l++) s8[l] = acc[l] + acc[l + 8];
   for (l = 0; l < 4; l++) s4[l] = s8[l] + s8[l + 4];
   return (s4[0] + s4[2]) + (s4[1] + s4[3]);
+}
+
+/* ---- e^x -------------------------------------------------------------------
+ * expf with + - * and bit operations only (Cephes' range reduction and
+ * polynomial, within 2 ulp), so one loop of it is vectorized by gcc and
+ * gives the same bits under tcc, where libm's expf would be a call per
+ * element. x <= -104 gives 0 (-Inf too), x > 88.7228 Inf, NaN stays NaN. 2^n
+ * is applied as two halves so a subnormal result is rounded once. */
+UBG_INLINE float ubg_exp(float x) {
+  float xc = x < -104.0f ? -104.0f : x;
+  xc = xc > 88.7228f ? 88.7228f : xc;
+  xc = xc != xc ? 0.0f : xc;
+  float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(x / ln 2) */
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = (p * (r * r) + r) + 1.0f;
+  int ni = (int)n, n1 = ni / 2, n2 = ni - n1;
+  float res = p * ubg_bits_f32((ubg_u32)(n1 + 127) << 23) * ubg_bits_f32((ubg_u32)(n2 + 127) << 23);
+  res = x > 88.7228f ? 1.0f / 0.0f : res;
+  return x != x ? x : res;
 }
 
 #endif /* UBG_PRELUDE_H */

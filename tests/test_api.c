@@ -298,12 +298,14 @@ Test(launch, generic_errors, .init = setup, .fini = teardown) {
   cr_assert_eq(ubg_launch(NULL, "rms_norm", "fwd", UBG_F32, ok, 5), UBG_EINVAL);
 }
 
-Test(launch, pending_kernels_say_so, .init = setup, .fini = teardown) {
+Test(launch, flce_opts_defaults, .init = setup, .fini = teardown) {
   ubg_flce_opts o;
   ubg_flce_opts_init(&o);
   cr_assert_eq(o.ignore_index, -100);
   cr_assert_eq(o.reduction, UBG_REDUCE_MEAN);
-  cr_assert_eq(ubg_flce(ctx, UBG_F32, 1, 1, 1, b.x, b.w, NULL, &o, NULL), UBG_ENOTFOUND);
+  cr_assert_eq(o.ce_weight, NULL);
+  cr_assert_eq(ubg_flce(ctx, UBG_F32, 1, 1, 1, b.x, b.w, NULL, &o, NULL), UBG_EINVAL);
+  cr_assert(strstr(ubg_ctx_error(ctx), "target is NULL"), "%s", ubg_ctx_error(ctx));
 }
 
 Test(launch, status_strings) {

@@ -1,0 +1,255 @@
+/* Fused linear cross entropy in double precision (DESIGN.md "Kernel
+ * semantics"; the per-row formulas below are those of the FLCE semantics
+ * note, written from the loss and differentiated by hand).
+ *
+ * Per row r with target y (rows with y == ignore_index: loss 0, z-loss 0,
+ * argmax -1, gradient 0):
+ *   l_v = sum_h x[r,h] W[v,h] (+ b_v);  z_v = cap tanh(l_v / cap), or l_v
+ *   m = max z (argmax: its first index);  lse = m + log sum_v exp(z_v - m)
+ *   eps = ls / V;  w_v the class weights (all 1 without them)
+ *   smooth = eps sum_v w_v (lse - z_v)     (= eps (lse W_sum - sum w z))
+ *   raw = (1 - ls) w_y (lse - z_y) + smooth
+ *   loss_r = raw (weights ? scale_w : scale_n) + s lse^2 scale_n
+ *   z_loss_r = s lse^2 scale_n
+ *   scale_n = MEAN ? 1 / max(n_valid, 1) : 1
+ *   scale_w = MEAN && weights ? 1 / max(sum_valid w_y, 1e-12) : 1
+ * Its gradient wrt z_v, p_v = exp(z_v - lse):
+ *   d raw / d z_v = (1 - ls) w_y (p_v - [v = y]) + eps (W_sum p_v - w_v)
+ *   d (s lse^2) / d z_v = 2 s lse p_v
+ * and wrt l_v under a softcap, times 1 - tanh(l_v / cap)^2. Then
+ * dx = dl W, dW = dl^T x, dbias = column sums of dl.
+ *
+ * Per-pass references (specs/flce.json, slot i = args[i]):
+ *   logits: x, weight, bias, logits, bt, hidden, vocab
+ *   ce:     logits, target, ce_weight, loss, z_loss, argmax, bt, hidden, vocab,
+ *           ignore_index, grad, scale_n, scale_w, weight_sum, label_smoothing,
+ *           lse_square_scale, softcap
+ *           (scale_n, scale_w and W_sum = weight_sum come from the arguments,
+ *           as the kernel gets them; float arguments are f32 in the kernel)
+ *   dx:     dlogits, weight, dx, bt, hidden, vocab
+ *   dw:     dlogits, x, dw_acc, dbias_acc, bt, hidden, vocab */
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flce_ref.h"
+#include "ref.h"
+
+typedef struct {
+  int64_t vocab, ignore_index;
+  double ls, s, cap, scale_n, scale_w, wsum;
+  const double *w; /* class weights [vocab], or NULL */
+} ce_params;
+
+/* One row: l[vocab] the logits before the softcap, y the target; z is
+ * scratch [vocab]. Writes the row's loss, z-loss and argmax, and when g is
+ * not NULL g[v] = d loss_r / d l_v (g may be l). */
+static void ce_row(const ce_params *p, const double *l, int64_t y, double *z, double *loss, double *zl, int64_t *am,
+                   double *g) {
+  const int64_t V = p->vocab;
+  if (y == p->ignore_index) {
+    *loss = 0, *zl = 0, *am = -1;
+    if (g)
+      for (int64_t v = 0; v < V; v++) g[v] = 0;
+    return;
+  }
+  double m = -INFINITY;
+  int64_t arg = 0;
+  for (int64_t v = 0; v < V; v++) {
+    z[v] = p->cap > 0 ? p->cap * tanh(l[v] / p->cap) : l[v];
+    if (z[v] > m) m = z[v], arg = v;
+  }
+  double d = 0;
+  for (int64_t v = 0; v < V; v++) d += exp(z[v] - m);
+  const double lse = m + log(d), eps = p->ls / (double)V, w_y = p->w ? p->w[y] : 1.0;
+  double wz = 0; /* sum_v w_v z_v */
+  for (int64_t v = 0; v < V; v++) wz += (p->w ? p->w[v] : 1.0) * z[v];
+  const double wsum = p->w ? p->wsum : (double)V;
+  const double smooth = eps * (lse * wsum - wz);
+  const double raw = (1 - p->ls) * w_y * (lse - z[y]) + smooth;
+  *zl = p->s * lse * lse * p->scale_n;
+  *loss = raw * (p->w ? p->scale_w : p->scale_n) + *zl;
+  *am = arg;
+  if (!g) return;
+  const double scale = p->w ? p->scale_w : p->scale_n;
+  for (int64_t v = 0; v < V; v++) {
+    const double pv = exp(z[v] - lse), wv = p->w ? p->w[v] : 1.0;
+    double gv = ((1 - p->ls) * w_y * (pv - (v == y ? 1.0 : 0.0)) + eps * (wsum * pv - wv)) * scale +
+                2 * p->s * lse * pv * p->scale_n;
+    if (p->cap > 0) {
+      const double t = tanh(l[v] / p->cap);
+      gv *= 1 - t * t;
+    }
+    g[v] = gv;
+  }
+}
+
+/* ---- the whole op */
+
+static double *load_all(const void *p, int64_t n, int dt) {
+  if (!p) return NULL;
+  double *d = malloc((size_t)(n ? n : 1) * sizeof *d);
+  for (int64_t i = 0; i < n; i++) d[i] = ref_load(p, i, dt);
+  return d;
+}
+
+void flce_ref_full(int dt, int64_t bt, int64_t hidden, int64_t vocab, const void *x, const void *weight,
+                   const int64_t *target, const ubg_flce_opts *o, double *loss, double *z_loss, int64_t *argmax,
+                   double *dx, double *dweight, double *dbias) {
+  ubg_flce_opts dflt;
+  if (!o) {
+    ubg_flce_opts dd = {-100, 0.0f, 0.0f, 0.0f, UBG_REDUCE_MEAN, NULL, NULL};
+    dflt = dd;
+    o = &dflt;
+  }
+  const int64_t H = hidden, V = vocab;
+  double *X = load_all(x, bt * H, dt), *W = load_all(weight, V * H, dt);
+  double *cw = load_all(o->ce_weight, V, dt), *b = load_all(o->bias, V, dt);
+  double *l = malloc((size_t)V * sizeof *l), *z = malloc((size_t)V * sizeof *z);
+  const bool mean = o->reduction == UBG_REDUCE_MEAN, none = o->reduction == UBG_REDUCE_NONE;
+  const bool want_grad = dx || dweight || dbias;
+
+  int64_t n_valid = 0;
+  double sw = 0, wsum = 0;
+  for (int64_t r = 0; r < bt; r++)
+    if (target[r] != o->ignore_index) n_valid++, sw += cw ? cw[target[r]] : 1.0;
+  for (int64_t v = 0; v < V && cw; v++) wsum += cw[v];
+  const ce_params p = {.vocab = V,
+                       .ignore_index = o->ignore_index,
+                       .ls = o->label_smoothing,
+                       .s = o->lse_square_scale,
+                       .cap = o->softcap,
+                       .scale_n = mean ? 1.0 / (double)(n_valid > 1 ? n_valid : 1) : 1.0,
+                       .scale_w = mean && cw ? 1.0 / (sw > 1e-12 ? sw : 1e-12) : 1.0,
+                       .wsum = wsum,
+                       .w = cw};
+
+  if (!none) {
+    loss[0] = 0;
+    if (z_loss) z_loss[0] = 0;
+  }
+  if (dx)
+    for (int64_t i = 0; i < bt * H; i++) dx[i] = 0;
+  if (dweight)
+    for (int64_t i = 0; i < V * H; i++) dweight[i] = 0;
+  if (dbias)
+    for (int64_t v = 0; v < V; v++) dbias[v] = 0;
+
+  for (int64_t r = 0; r < bt; r++) {
+    const double *xr = X + r * H;
+    for (int64_t v = 0; v < V; v++) {
+      double acc = b ? b[v] : 0;
+      for (int64_t h = 0; h < H; h++) acc += xr[h] * W[v * H + h];
+      l[v] = acc;
+    }
+    double lr, zr;
+    int64_t ar;
+    ce_row(&p, l, target[r], z, &lr, &zr, &ar, want_grad ? l : NULL);
+    if (none) {
+      loss[r] = lr;
+      if (z_loss) z_loss[r] = zr;
+    } else {
+      loss[0] += lr;
+      if (z_loss) z_loss[0] += zr;
+    }
+    if (argmax) argmax[r] = ar;
+    if (!want_grad || target[r] == o->ignore_index) continue;
+    for (int64_t v = 0; v < V; v++) {
+      const double g = l[v];
+      if (dx)
+        for (int64_t h = 0; h < H; h++) dx[r * H + h] += g * W[v * H + h];
+      if (dweight)
+        for (int64_t h = 0; h < H; h++) dweight[v * H + h] += g * xr[h];
+      if (dbias) dbias[v] += g;
+    }
+  }
+  free(X), free(W), free(cw), free(b), free(l), free(z);
+}
+
+/* ---- per-pass references */
+
+static void flce_logits_ref(const ref_slot *a, int dt, double *const *outs) {
+  const void *x = a[0].p, *w = a[1].p, *bias = a[2].p;
+  double *logits = outs[3];
+  const int64_t bt = a[4].i, H = a[5].i, V = a[6].i;
+  double *W = load_all(w, V * H, dt), *xr = malloc((size_t)H * sizeof *xr);
+  for (int64_t r = 0; r < bt; r++) {
+    for (int64_t h = 0; h < H; h++) xr[h] = ref_load(x, r * H + h, dt);
+    for (int64_t v = 0; v < V; v++) {
+      double acc = bias ? ref_load(bias, v, dt) : 0;
+      for (int64_t h = 0; h < H; h++) acc += xr[h] * W[v * H + h];
+      logits[r * V + v] = acc;
+    }
+  }
+  free(W), free(xr);
+}
+
+static void flce_ce_ref(const ref_slot *a, int dt, double *const *outs) {
+  const float *logits = a[0].p;
+  const int64_t *target = a[1].p;
+  const int64_t bt = a[6].i, V = a[8].i;
+  const bool grad = a[10].i != 0;
+  double *cw = load_all(a[2].p, V, dt);
+  const ce_params p = {.vocab = V,
+                       .ignore_index = a[9].i,
+                       .ls = (float)a[14].f,
+                       .s = (float)a[15].f,
+                       .cap = (float)a[16].f,
+                       .scale_n = (float)a[11].f,
+                       .scale_w = (float)a[12].f,
+                       .wsum = (float)a[13].f,
+                       .w = cw};
+  double *l = malloc((size_t)V * sizeof *l), *z = malloc((size_t)V * sizeof *z);
+  for (int64_t r = 0; r < bt; r++) {
+    for (int64_t v = 0; v < V; v++) l[v] = logits[r * V + v];
+    double lr, zr;
+    int64_t ar;
+    ce_row(&p, l, target[r], z, &lr, &zr, &ar, grad ? l : NULL);
+    /* grad: the row's gradient (0 on an ignored row); else the logits as they were */
+    for (int64_t v = 0; v < V; v++) outs[0][r * V + v] = l[v];
+    outs[3][r] = lr;
+    if (outs[4]) outs[4][r] = zr;
+    if (outs[5]) outs[5][r] = (double)ar;
+  }
+  free(cw), free(l), free(z);
+}
+
+static void flce_dx_ref(const ref_slot *a, int dt, double *const *outs) {
+  const float *dl = a[0].p;
+  const int64_t bt = a[3].i, H = a[4].i, V = a[5].i;
+  double *W = load_all(a[1].p, V * H, dt), *dx = outs[2];
+  for (int64_t r = 0; r < bt; r++)
+    for (int64_t h = 0; h < H; h++) {
+      double acc = 0;
+      for (int64_t v = 0; v < V; v++) acc += (double)dl[r * V + v] * W[v * H + h];
+      dx[r * H + h] = acc;
+    }
+  free(W);
+}
+
+static void flce_dw_ref(const ref_slot *a, int dt, double *const *outs) {
+  const float *dl = a[0].p, *dw_acc = a[2].p, *db_acc = a[3].p;
+  const int64_t bt = a[4].i, H = a[5].i, V = a[6].i;
+  double *dw = outs[2], *db = outs[3];
+  double *X = load_all(a[1].p, bt * H, dt);
+  if (dw)
+    for (int64_t v = 0; v < V; v++)
+      for (int64_t h = 0; h < H; h++) {
+        double acc = dw_acc[v * H + h];
+        for (int64_t r = 0; r < bt; r++) acc += (double)dl[r * V + v] * X[r * H + h];
+        dw[v * H + h] = acc;
+      }
+  if (db)
+    for (int64_t v = 0; v < V; v++) {
+      double acc = db_acc[v];
+      for (int64_t r = 0; r < bt; r++) acc += dl[r * V + v];
+      db[v] = acc;
+    }
+  free(X);
+}
+
+REF_REGISTER(flce, logits, flce_logits_ref)
+REF_REGISTER(flce, ce, flce_ce_ref)
+REF_REGISTER(flce, dx, flce_dx_ref)
+REF_REGISTER(flce, dw, flce_dw_ref)
