@@ -2,12 +2,12 @@
 # Installs the Debian packages ubgen needs, when they are missing.
 # As root it runs apt-get; otherwise it prints the line to run and fails.
 #   sh mk/deps.sh build   the library and the command
-#   sh mk/deps.sh test    also the test framework
+#   sh mk/deps.sh test    also the test framework and OpenBLAS (ubg_flce's optional GEMMs)
 #   sh mk/deps.sh bench   also OpenBLAS (bench_flce's baseline)
 set -eu
 need="gcc make pkg-config libjansson-dev libtcc-dev"
 case "${1:-build}" in
-  test) need="$need libcriterion-dev" ;;
+  test) need="$need libcriterion-dev libopenblas-dev" ;;
   bench) need="$need libopenblas-dev" ;;
 esac
 missing=""

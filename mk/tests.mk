@@ -35,12 +35,23 @@ $(BUILD)/tests/noaot_test: tests/noaot/test_noaot.c $(NOAOT)/lib/libubgen.a $(RE
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) $(CFLAGS) $< $(REF_OBJS) $(NOAOT)/lib/libubgen.a -lcriterion $(LDLIBS) -o $@
 
-test-build: $(TEST_BINS) $(UBGEN) $(BUILD)/tests/noaot_test
+# ubg_flce's OpenBLAS GEMMs (make BLAS=openblas) tested without a second
+# library: op_flce.c compiled with them, linked ahead of libubgen.a's copy
+$(BUILD)/obj/runtime-blas/op_flce.o: runtime/op_flce.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(LIBFLAGS) $(CFLAGS) -DUBG_HAVE_OPENBLAS -c $< -o $@
+$(BUILD)/tests/flce_openblas_test: tests/blas/test_flce_openblas.c $(BUILD)/obj/runtime-blas/op_flce.o $(REF_OBJS) \
+                                   $(LIB_A) $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) $(CFLAGS) $< $(BUILD)/obj/runtime-blas/op_flce.o $(REF_OBJS) $(LIB_A) -lcriterion $(LDLIBS) \
+	  -lopenblas -o $@
+
+test-build: $(TEST_BINS) $(UBGEN) $(BUILD)/tests/noaot_test $(BUILD)/tests/flce_openblas_test
 
 # Criterion runs the tests of a binary in parallel (one process each)
 test: deps-test
 	$(MAKE) -j$(NPROC) all test-build
-	@set -e; for t in $(TEST_BINS) $(BUILD)/tests/noaot_test; do echo "== $$t"; $$t --jobs 2 --short-filename; done
+	@set -e; for t in $(TEST_BINS) $(BUILD)/tests/noaot_test $(BUILD)/tests/flce_openblas_test; do echo "== $$t"; $$t --jobs 2 --short-filename; done
 	@echo "all test binaries passed"
 
 $(BUILD)/bench/%: bench/%.c $(BENCH_COMMON) $(LIB_A) $(HEADERS) $(wildcard bench/*.h)

@@ -61,3 +61,31 @@ Test(noaot, embedding_and_attn_res_are_compiled_and_right) {
   ubg_ctx_destroy(ctx);
   free(table), free(v), free(wq), free(wn);
 }
+
+/* FLCE: its four passes (three GEMMs and the cross entropy) compiled on
+ * first use, the whole call against the double reference */
+#include "../ref/flce_ref.h"
+Test(noaot, flce_is_compiled_and_right) {
+  ubg_ctx *ctx;
+  cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
+  enum { BT = 9, H = 24, V = 70 };
+  float *x = tc_tensor(REF_F32, BT * H, 0, 1, 7), *w = tc_tensor(REF_F32, V * H, 0, 0.2, 8);
+  int64_t target[BT] = {3, 69, 0, -100, 12, 12, 40, 5, 66};
+  float loss, dx[BT * H], dw[V * H];
+  ubg_flce_opts o;
+  ubg_flce_opts_init(&o);
+  o.label_smoothing = 0.1f;
+  ubg_flce_out out = {&loss, NULL, NULL, dx, dw, NULL};
+  cr_assert_eq(ubg_flce(ctx, UBG_F32, BT, H, V, x, w, target, &o, &out), UBG_OK, "%s", ubg_ctx_error(ctx));
+  const char *lv = ubg_ctx_last_variant(ctx);
+  cr_assert(strstr(lv, "flce_logits_f32_") && strstr(lv, "flce_ce_f32_") && strstr(lv, "flce_dx_f32_") &&
+                strstr(lv, "flce_dw_f32_") && !strstr(lv, "@aot"),
+            "%s", lv);
+  double rloss, rdx[BT * H], rdw[V * H], err;
+  flce_ref_full(REF_F32, BT, H, V, x, w, target, &o, &rloss, NULL, NULL, rdx, rdw, NULL);
+  cr_assert(ref_compare(&loss, REF_F32, &rloss, 1, 1e-5, 5e-4, &err) < 0, "loss %g, reference %g", loss, rloss);
+  cr_assert(ref_compare(dx, REF_F32, rdx, BT * H, 1e-5, 5e-4, &err) < 0, "dx off the reference by %g", err);
+  cr_assert(ref_compare(dw, REF_F32, rdw, V * H, 1e-5, 5e-4, &err) < 0, "dweight off the reference by %g", err);
+  ubg_ctx_destroy(ctx);
+  free(x), free(w);
+}
