@@ -38,35 +38,42 @@ void ck_case_env(const ug_pass *p, const ug_case *cs, int64_t *env) {
   }
 }
 
-int ck_run_case(ubg_ctx *ctx, const ug_pass *p, const ref_entry *ref, int dtype, const ug_case *cs, uint64_t seed,
-                char *msg, size_t n) {
-  int64_t *env = calloc((size_t)p->nsyms + 1, sizeof *env);
-  void *bufs[UG_MAX_ARGS] = {0}, *copies[UG_MAX_ARGS] = {0};
-  double *outs[UG_MAX_ARGS] = {0};
-  int64_t counts[UG_MAX_ARGS] = {0};
-  ubg_arg args[UG_MAX_ARGS];
-  ref_slot rargs[UG_MAX_ARGS];
-  int rc = -1;
-  if (!env) {
+void ck_call_free(ck_call *c) {
+  for (int i = 0; i < UG_MAX_ARGS; i++) {
+    free(c->bufs[i]);
+    free(c->copies[i]);
+    free(c->outs[i]);
+  }
+  free(c->env);
+  memset(c, 0, sizeof *c);
+}
+
+int ck_call_make(ck_call *c, const ug_pass *p, int dtype, const ug_case *cs, uint64_t seed, char *msg, size_t n) {
+  memset(c, 0, sizeof *c);
+  c->p = p;
+  c->dtype = dtype;
+  c->env = calloc((size_t)p->nsyms + 1, sizeof *c->env);
+  if (!c->env) {
     snprintf(msg, n, "out of memory");
     return -1;
   }
+  int64_t *env = c->env;
   ck_case_env(p, cs, env);
   for (int i = 0; i < p->nargs; i++) {
     const ug_arg *a = &p->args[i];
-    args[i].name = a->name;
+    c->args[i].name = a->name;
     if (a->kind == UG_ARG_INT) {
-      args[i].kind = UBG_ARG_I64;
-      args[i].v.i = rargs[i].i = env[p->sym_of_arg[i]];
+      c->args[i].kind = UBG_ARG_I64;
+      c->args[i].v.i = c->rargs[i].i = env[p->sym_of_arg[i]];
       continue;
     }
     if (a->kind == UG_ARG_FLOAT) {
-      args[i].kind = UBG_ARG_F64;
-      args[i].v.f = rargs[i].f = cs->set[i] ? cs->floats[i] : a->dflt;
+      c->args[i].kind = UBG_ARG_F64;
+      c->args[i].v.f = c->rargs[i].f = cs->set[i] ? cs->floats[i] : a->dflt;
       continue;
     }
-    args[i].kind = UBG_ARG_PTR;
-    args[i].v.p = rargs[i].p = NULL;
+    c->args[i].kind = UBG_ARG_PTR;
+    c->args[i].v.p = c->rargs[i].p = NULL;
     if (cs->omit[i]) continue;
     int64_t count = 1;
     for (int d = 0; d < a->rank; d++) {
@@ -75,20 +82,22 @@ int ck_run_case(ubg_ctx *ctx, const ug_pass *p, const ref_entry *ref, int dtype,
       if (ug_expr_eval(a->shape[d], env, &dim, &err) < 0 || __builtin_mul_overflow(count, dim, &count) ||
           count > ((int64_t)1 << 31)) {
         snprintf(msg, n, "case shape: %s is too large or invalid", a->name);
-        goto out;
+        goto fail;
       }
     }
     int rdt = ref_dtype_of(a->elem, dtype);
     size_t esize = ug_elem_bytes(a->elem, dtype);
-    counts[i] = count;
-    bufs[i] = malloc((size_t)count * esize + 64);
-    copies[i] = malloc((size_t)count * esize + 64);
-    if (!bufs[i] || !copies[i]) {
+    c->counts[i] = count;
+    c->bytes[i] = (size_t)count * esize;
+    c->bufs[i] = malloc(c->bytes[i] + 64);
+    c->copies[i] = malloc(c->bytes[i] + 64);
+    if (!c->bufs[i] || !c->copies[i]) {
       snprintf(msg, n, "out of memory");
-      goto out;
+      goto fail;
     }
+    void *buf = c->bufs[i];
     if (a->role == UG_ROLE_OUT) {
-      memset(bufs[i], 0xff, (size_t)count * esize); /* NaN in every float format: unwritten shows */
+      memset(buf, 0xff, c->bytes[i]); /* NaN in every float format: unwritten shows */
     } else {
       const ug_init *init = NULL;
       for (int k = 0; k < p->ninits; k++)
@@ -103,49 +112,71 @@ int ck_run_case(ubg_ctx *ctx, const ug_pass *p, const ref_entry *ref, int dtype,
         else if (init && init->integer) v = floor(init->lo + uniform(&seed) * (init->hi - init->lo + 1));
         else if (init) v = init->lo + uniform(&seed) * (init->hi - init->lo);
         else v = normal(&seed);
-        if (rdt >= 0) ref_store(bufs[i], e, rdt, v);
-        else if (esize == 8) ((int64_t *)bufs[i])[e] = (int64_t)v;
-        else if (esize == 4) ((int32_t *)bufs[i])[e] = (int32_t)v;
-        else ((uint8_t *)bufs[i])[e] = (uint8_t)v;
+        if (rdt >= 0) ref_store(buf, e, rdt, v);
+        else if (esize == 8) ((int64_t *)buf)[e] = (int64_t)v;
+        else if (esize == 4) ((int32_t *)buf)[e] = (int32_t)v;
+        else ((uint8_t *)buf)[e] = (uint8_t)v;
       }
     }
-    memcpy(copies[i], bufs[i], (size_t)count * esize);
-    args[i].v.p = bufs[i];
-    rargs[i].p = copies[i];
-    if (a->role != UG_ROLE_IN) {
-      outs[i] = malloc((size_t)count * sizeof(double) + 8);
-      if (!outs[i]) {
-        snprintf(msg, n, "out of memory");
-        goto out;
-      }
+    memcpy(c->copies[i], buf, c->bytes[i]);
+    c->args[i].v.p = buf;
+    c->rargs[i].p = c->copies[i];
+  }
+  return 0;
+fail:
+  ck_call_free(c);
+  return -1;
+}
+
+void ck_call_reset(ck_call *c) {
+  for (int i = 0; i < c->p->nargs; i++)
+    if (c->bufs[i] && c->p->args[i].role != UG_ROLE_IN) memcpy(c->bufs[i], c->copies[i], c->bytes[i]);
+}
+
+ubg_status ck_call_run(ubg_ctx *ctx, ck_call *c) {
+  return ubg_launch(ctx, c->p->kernel->name, c->p->name, (ubg_dtype)c->dtype, c->args, (size_t)c->p->nargs);
+}
+
+int ck_call_reference(ck_call *c, const ref_entry *ref, char *msg, size_t n) {
+  for (int i = 0; i < c->p->nargs; i++) {
+    if (!c->bufs[i] || c->p->args[i].role == UG_ROLE_IN || c->outs[i]) continue;
+    c->outs[i] = malloc((size_t)c->counts[i] * sizeof(double) + 8);
+    if (!c->outs[i]) {
+      snprintf(msg, n, "out of memory");
+      return -1;
     }
   }
-  ubg_status s = ubg_launch(ctx, p->kernel->name, p->name, (ubg_dtype)dtype, args, (size_t)p->nargs);
-  if (s != UBG_OK) {
-    snprintf(msg, n, "%s: %s", ubg_status_str(s), ubg_ctx_error(ctx));
-    goto out;
-  }
-  ref->fn(rargs, dtype, outs);
-  rc = 0;
-  for (int i = 0; i < p->nargs && rc == 0; i++) {
-    if (!outs[i]) continue;
+  ref->fn(c->rargs, c->dtype, c->outs);
+  return 0;
+}
+
+int ck_call_compare(const ck_call *c, char *msg, size_t n) {
+  const ug_pass *p = c->p;
+  for (int i = 0; i < p->nargs; i++) {
+    if (!c->outs[i]) continue;
     const ug_arg *a = &p->args[i];
-    int rdt = ref_dtype_of(a->elem, dtype);
+    int rdt = ref_dtype_of(a->elem, c->dtype);
     if (rdt < 0) continue; /* integer outputs are compared by their kernels' own tests */
     double err;
-    int64_t bad = ref_compare(bufs[i], rdt, outs[i], counts[i], p->tol[dtype].atol, p->tol[dtype].rtol, &err);
+    const ug_tol *t = &p->tol[c->dtype];
+    int64_t bad = ref_compare(c->bufs[i], rdt, c->outs[i], c->counts[i], t->atol, t->rtol, &err);
     if (bad >= 0) {
       snprintf(msg, n, "%s[%lld] = %.9g, reference %.9g (atol %g, rtol %g)", a->name, (long long)bad,
-               ref_load(bufs[i], bad, rdt), outs[i][bad], p->tol[dtype].atol, p->tol[dtype].rtol);
-      rc = 1;
+               ref_load(c->bufs[i], bad, rdt), c->outs[i][bad], t->atol, t->rtol);
+      return 1;
     }
   }
-out:
-  for (int i = 0; i < p->nargs; i++) {
-    free(bufs[i]);
-    free(copies[i]);
-    free(outs[i]);
-  }
-  free(env);
+  return 0;
+}
+
+int ck_run_case(ubg_ctx *ctx, const ug_pass *p, const ref_entry *ref, int dtype, const ug_case *cs, uint64_t seed,
+                char *msg, size_t n) {
+  ck_call c;
+  if (ck_call_make(&c, p, dtype, cs, seed, msg, n) < 0) return -1;
+  int rc = -1;
+  ubg_status s = ck_call_run(ctx, &c);
+  if (s != UBG_OK) snprintf(msg, n, "%s: %s", ubg_status_str(s), ubg_ctx_error(ctx));
+  else if (ck_call_reference(&c, ref, msg, n) == 0) rc = ck_call_compare(&c, msg, n);
+  ck_call_free(&c);
   return rc;
 }

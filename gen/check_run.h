@@ -13,6 +13,29 @@
 /* Values of a case's int args and has_* flags in env (nsyms slots). */
 void ck_case_env(const ug_pass *p, const ug_case *cs, int64_t *env);
 
+/* One call's arguments with seeded inputs (as `ubgen check` fills them),
+ * kept so the call can be repeated (timing) and its outputs reset. */
+typedef struct {
+  const ug_pass *p;
+  int dtype;
+  int64_t *env;
+  ubg_arg args[UG_MAX_ARGS];
+  ref_slot rargs[UG_MAX_ARGS]; /* the reference reads the pristine copies */
+  void *bufs[UG_MAX_ARGS], *copies[UG_MAX_ARGS];
+  double *outs[UG_MAX_ARGS];   /* the reference's outputs, after ck_call_reference */
+  int64_t counts[UG_MAX_ARGS];
+  size_t bytes[UG_MAX_ARGS];
+} ck_call;
+
+int ck_call_make(ck_call *c, const ug_pass *p, int dtype, const ug_case *cs, uint64_t seed, char *msg, size_t n);
+/* outputs and inout tensors back to their state before the first run */
+void ck_call_reset(ck_call *c);
+ubg_status ck_call_run(ubg_ctx *ctx, ck_call *c);
+int ck_call_reference(ck_call *c, const ref_entry *ref, char *msg, size_t n);
+/* 0: every float output within the pass's tolerance of the reference; 1: not (msg) */
+int ck_call_compare(const ck_call *c, char *msg, size_t n);
+void ck_call_free(ck_call *c);
+
 /* 0: every output within tolerance; 1: a mismatch (msg says where);
  * -1: the call failed (msg has the status and message). The variant used
  * is whatever the context is set to use (ubg_set_variant). */

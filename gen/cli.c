@@ -147,6 +147,16 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool
       o->registry = val;
     } else if (!strcmp(name, "tuned")) {
       o->tuned = val;
+    } else if (!strcmp(name, "db")) {
+      o->db = val;
+    } else if (!strcmp(name, "reps")) {
+      char *end;
+      long r = strtol(val, &end, 10);
+      if (*end || r < 1 || r > 1000) {
+        cli_error("%s: --reps \"%s\" must be an integer in [1, 1000]", cmd, val);
+        return -1;
+      }
+      o->reps = (int)r;
     } else if (!strcmp(name, "backend")) {
       o->backend = val;
     } else {
@@ -224,4 +234,16 @@ int cli_find_pass(const ug_specset *set, const char *target, const ug_kernel **k
     return -1;
   }
   return 0;
+}
+
+void cli_export_spec_path(const cli_opts *o) {
+  if (!o->nspecs_dirs) return;
+  char path[8192] = "";
+  for (int i = 0; i < o->nspecs_dirs; i++) {
+    strncat(path, o->specs_dirs[i], sizeof path - strlen(path) - 2);
+    strncat(path, ":", sizeof path - strlen(path) - 1);
+  }
+  const char *old = getenv("UBGEN_SPEC_PATH");
+  if (old) strncat(path, old, sizeof path - strlen(path) - 1);
+  setenv("UBGEN_SPEC_PATH", path, 1);
 }

@@ -28,6 +28,8 @@ typedef struct {
   const char *out;
   const char *registry;
   const char *tuned;
+  const char *db; /* --db FILE: the tuning DB */
+  int reps;       /* --reps N (0: the command's default) */
   const char *backend;
   bool self_register;
   bool no_kernels;
@@ -39,6 +41,8 @@ typedef struct {
 /* Option names a command accepts, e.g. "specs ub json kernel dtype". */
 int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool takes_target, cli_opts *o);
 int cli_load_specs(cli_opts *o, ug_specset *set);
+/* the library reads its own spec path: give it the --specs directories too */
+void cli_export_spec_path(const cli_opts *o);
 /* Splits KERNEL.PASS; prints an error and returns -1 when it names nothing. */
 int cli_find_pass(const ug_specset *set, const char *target, const ug_kernel **k, const ug_pass **p);
 
@@ -53,5 +57,6 @@ int cmd_list(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_emit(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 #endif

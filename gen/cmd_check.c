@@ -82,17 +82,7 @@ int cmd_check(int argc, char **argv) {
   if (cli_parse(argc, argv, "check", "specs ub margin dtype", true, &o) < 0) return EXIT_USAGE;
   ug_specset set;
   if (cli_load_specs(&o, &set) < 0) return EXIT_USAGE;
-  /* the library reads its own spec path: give it the same directories */
-  if (o.nspecs_dirs) {
-    char path[8192] = "";
-    for (int i = 0; i < o.nspecs_dirs; i++) {
-      strncat(path, o.specs_dirs[i], sizeof path - strlen(path) - 2);
-      strncat(path, ":", sizeof path - strlen(path) - 1);
-    }
-    const char *old = getenv("UBGEN_SPEC_PATH");
-    if (old) strncat(path, old, sizeof path - strlen(path) - 1);
-    setenv("UBGEN_SPEC_PATH", path, 1);
-  }
+  cli_export_spec_path(&o);
   ubg_config cfg = {0};
   cfg.ub_bytes = (size_t)o.budget.ub_bytes;
   cfg.safety_margin = o.budget.margin;

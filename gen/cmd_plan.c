@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "shape_arg.h"
 #include "strategy.h"
+#include "tuned.h"
 
 static json_t *layout_json(const ug_variant *v) {
   json_t *arr = json_array();
@@ -25,7 +26,7 @@ static json_t *layout_json(const ug_variant *v) {
 
 int cmd_plan(int argc, char **argv) {
   cli_opts o;
-  if (cli_parse(argc, argv, "plan", "specs ub margin dtype shape json verbose", true, &o) < 0) return EXIT_USAGE;
+  if (cli_parse(argc, argv, "plan", "specs ub margin dtype shape json verbose db", true, &o) < 0) return EXIT_USAGE;
   if (!o.target) {
     cli_error("plan: which KERNEL.PASS? (for example: ubgen plan rms_norm.fwd --dtype bf16 --shape rows=2048,cols=4096)");
     return EXIT_USAGE;
@@ -64,6 +65,33 @@ int cmd_plan(int argc, char **argv) {
     cli_diag(&d);
     goto out;
   }
+  /* the tuning DB (--db, else $UBGEN_TUNING_DB) overrides the default, as at run time */
+  const char *db_path = o.db ? o.db : getenv("UBGEN_TUNING_DB");
+  const char *source = "default";
+  char tuned_why[512] = "no tuning DB given (--db or UBGEN_TUNING_DB)";
+  if (db_path) {
+    ug_tunedb db;
+    char warn[1024];
+    int lr = ug_tunedb_load(db_path, &db, warn, sizeof warn);
+    if (lr == 1) {
+      fprintf(stderr, "ubgen: warning: tuning DB %s\n", warn);
+      snprintf(tuned_why, sizeof tuned_why, "the tuning DB is unusable (warning above)");
+    } else if (lr == 0) {
+      int ti = -1;
+      int t = ug_tuned_choice(&db, p, dtype, vs, nv, env, o.budget.ub_bytes, usable, &ti, tuned_why, sizeof tuned_why, &d);
+      if (t < 0) {
+        cli_diag(&d);
+        ug_tunedb_free(&db);
+        goto out;
+      }
+      if (t == 1) {
+        choice.chosen = ti;
+        snprintf(choice.why, sizeof choice.why, "%s", tuned_why);
+        source = "tuned";
+      }
+    }
+    ug_tunedb_free(&db);
+  }
   char shape_text[512] = "";
   for (int i = 0; i < k->nshape; i++) {
     int s = ug_pass_sym(p, k->shape[i]);
@@ -76,7 +104,8 @@ int cmd_plan(int argc, char **argv) {
                      "safety_margin", ug_budget_margin(&o.budget, k), "usable", (json_int_t)usable);
     if (choice.chosen >= 0) {
       json_object_set_new(root, "variant", json_string(vs[choice.chosen].name));
-      json_object_set_new(root, "source", json_string("default"));
+      json_object_set_new(root, "source", json_string(source));
+      if (strcmp(source, "tuned")) json_object_set_new(root, "not_tuned", json_string(tuned_why));
       json_object_set_new(root, "footprint", json_integer(vs[choice.chosen].footprint));
       json_object_set_new(root, "layout", layout_json(&vs[choice.chosen]));
     } else {
@@ -89,7 +118,8 @@ int cmd_plan(int argc, char **argv) {
            (long long)usable);
     if (choice.chosen >= 0) {
       const ug_variant *v = &vs[choice.chosen];
-      printf("choice    %s  (default strategy; no tuning DB consulted)\n", v->name);
+      if (!strcmp(source, "tuned")) printf("choice    %s  (tuned)\n", v->name);
+      else printf("choice    %s  (default strategy: %s)\n", v->name, tuned_why);
       printf("why       %s\n", choice.why);
       printf("UB layout of %s, footprint %lld bytes:\n", v->name, (long long)v->footprint);
       for (int i = 0; i < p->nub; i++)

@@ -157,6 +157,8 @@ typedef struct ug_pass {
   ug_tol tol[UG_NDTYPES];
   ug_case *cases;
   int ncases;
+  ug_case *tune_cases; /* "tune": the default shapes of `ubgen tune` */
+  int ntune_cases;
   ug_init *inits;
   int ninits;
   bool bitwise; /* every variant gives the same bits (the spec says so) */

@@ -726,50 +726,20 @@ static int load_buffers(L *l, json_t *v, const ug_jloc *at, ug_pass *p, const ch
   return 0;
 }
 
-static int load_check(L *l, json_t *v, const ug_jloc *at, ug_pass *p) {
-  static const char *const keys[] = {"tolerance", "cases", "inputs", NULL};
-  static const char *const tol_keys[] = {"atol", "rtol", NULL};
-  if (want(l, v, at, JSON_OBJECT, "\"check\"") < 0 || check_keys(l, v, at, "\"check\"", keys) < 0) return -1;
-  const ug_jloc *k;
-  json_t *tol = member(v, at, "tolerance", &k);
-  if (require(l, tol, at, "tolerance", "\"check\"") < 0 || want(l, tol, k, JSON_OBJECT, "\"tolerance\"") < 0) return -1;
-  for (int dt = 0; dt < UG_NDTYPES; dt++) {
-    if (!p->dtypes[dt]) continue;
-    char what[64];
-    snprintf(what, sizeof what, "the %s tolerance", ug_dtype_name(dt));
-    const ug_jloc *tat;
-    json_t *t = member(tol, k, ug_dtype_name(dt), &tat);
-    if (!t) return fail_at(l, k->at, "\"tolerance\" needs an entry for %s", ug_dtype_name(dt));
-    if (want(l, t, tat, JSON_OBJECT, what) < 0 || check_keys(l, t, tat, what, tol_keys) < 0) return -1;
-    const ug_jloc *aat, *rat;
-    json_t *a = member(t, tat, "atol", &aat), *r = member(t, tat, "rtol", &rat);
-    if (require(l, a, tat, "atol", what) < 0 || require(l, r, tat, "rtol", what) < 0) return -1;
-    if (get_number(l, a, aat, "atol", &p->tol[dt].atol) < 0 || get_number(l, r, rat, "rtol", &p->tol[dt].rtol) < 0) return -1;
-    if (p->tol[dt].atol < 0 || p->tol[dt].rtol < 0) return fail_at(l, tat->at, "tolerances must not be negative");
-  }
+/* "cases": [{int and float args, "omit": [optional tensors]}, ...] (check and tune) */
+static int load_cases(L *l, json_t *cases, const ug_jloc *cat, ug_pass *p, ug_case **out, int *nout) {
   const char *key;
-  json_t *t;
-  json_object_foreach(tol, key, t) {
-    int dt = ug_dtype_parse(key);
-    if (dt < 0 || !p->dtypes[dt]) {
-      ug_loc kat = k->at;
-      ug_jloc_member(k, key, &kat);
-      return fail_at(l, kat, "\"tolerance\" has \"%s\", which is not a dtype of this pass", key);
-    }
-  }
-  const ug_jloc *cat;
-  json_t *cases = member(v, at, "cases", &cat);
-  if (require(l, cases, at, "cases", "\"check\"") < 0 || want(l, cases, cat, JSON_ARRAY, "\"cases\"") < 0) return -1;
+  if (want(l, cases, cat, JSON_ARRAY, "\"cases\"") < 0) return -1;
   size_t n = json_array_size(cases);
   if (n == 0 || n > 256) return fail_at(l, cat->at, "\"cases\" must list 1 to 256 cases");
-  p->cases = calloc(n, sizeof *p->cases);
-  if (!p->cases) return fail_at(l, cat->at, "out of memory");
+  *out = calloc(n, sizeof **out);
+  if (!*out) return fail_at(l, cat->at, "out of memory");
   for (size_t i = 0; i < n; i++) {
     json_t *c = json_array_get(cases, i);
     const ug_jloc *ca = ug_jloc_index(cat, i);
-    ug_case *cs = &p->cases[i];
+    ug_case *cs = &(*out)[i];
     cs->at = ca->at;
-    p->ncases++;
+    (*nout)++;
     if (want(l, c, ca, JSON_OBJECT, "a case") < 0) return -1;
     json_t *x;
     json_object_foreach(c, key, x) {
@@ -805,6 +775,44 @@ static int load_check(L *l, json_t *v, const ug_jloc *at, ug_pass *p) {
         return fail_at(l, ca->at, "this case does not set \"%s\", which has no \"default\"", a->name);
     }
   }
+  return 0;
+}
+
+static int load_check(L *l, json_t *v, const ug_jloc *at, ug_pass *p) {
+  static const char *const keys[] = {"tolerance", "cases", "inputs", NULL};
+  static const char *const tol_keys[] = {"atol", "rtol", NULL};
+  if (want(l, v, at, JSON_OBJECT, "\"check\"") < 0 || check_keys(l, v, at, "\"check\"", keys) < 0) return -1;
+  const ug_jloc *k;
+  json_t *tol = member(v, at, "tolerance", &k);
+  if (require(l, tol, at, "tolerance", "\"check\"") < 0 || want(l, tol, k, JSON_OBJECT, "\"tolerance\"") < 0) return -1;
+  for (int dt = 0; dt < UG_NDTYPES; dt++) {
+    if (!p->dtypes[dt]) continue;
+    char what[64];
+    snprintf(what, sizeof what, "the %s tolerance", ug_dtype_name(dt));
+    const ug_jloc *tat;
+    json_t *t = member(tol, k, ug_dtype_name(dt), &tat);
+    if (!t) return fail_at(l, k->at, "\"tolerance\" needs an entry for %s", ug_dtype_name(dt));
+    if (want(l, t, tat, JSON_OBJECT, what) < 0 || check_keys(l, t, tat, what, tol_keys) < 0) return -1;
+    const ug_jloc *aat, *rat;
+    json_t *a = member(t, tat, "atol", &aat), *r = member(t, tat, "rtol", &rat);
+    if (require(l, a, tat, "atol", what) < 0 || require(l, r, tat, "rtol", what) < 0) return -1;
+    if (get_number(l, a, aat, "atol", &p->tol[dt].atol) < 0 || get_number(l, r, rat, "rtol", &p->tol[dt].rtol) < 0) return -1;
+    if (p->tol[dt].atol < 0 || p->tol[dt].rtol < 0) return fail_at(l, tat->at, "tolerances must not be negative");
+  }
+  const char *key;
+  json_t *t;
+  json_object_foreach(tol, key, t) {
+    int dt = ug_dtype_parse(key);
+    if (dt < 0 || !p->dtypes[dt]) {
+      ug_loc kat = k->at;
+      ug_jloc_member(k, key, &kat);
+      return fail_at(l, kat, "\"tolerance\" has \"%s\", which is not a dtype of this pass", key);
+    }
+  }
+  const ug_jloc *cat;
+  json_t *cases = member(v, at, "cases", &cat);
+  if (require(l, cases, at, "cases", "\"check\"") < 0 || load_cases(l, cases, cat, p, &p->cases, &p->ncases) < 0)
+    return -1;
   const ug_jloc *iat;
   json_t *inputs = member(v, at, "inputs", &iat);
   if (inputs) {
@@ -850,7 +858,7 @@ typedef struct {
 static int load_pass(L *l, ug_kernel *kn, ug_pass *p, const char *name, json_t *v, const ug_jloc *at,
                      const kernel_defaults *kd) {
   static const char *const keys[] = {"template", "dtypes", "axes", "tiled", "args", "derived", "constraints", "checks",
-                                     "stages", "ub", "workspace", "bitwise", "check", "description", NULL};
+                                     "stages", "ub", "workspace", "bitwise", "check", "tune", "description", NULL};
   char what[96];
   snprintf(what, sizeof what, "pass \"%s\"", name);
   p->kernel = kn;
@@ -943,6 +951,15 @@ static int load_pass(L *l, ug_kernel *kn, ug_pass *p, const char *name, json_t *
   if (f && want(l, f, k, JSON_STRING, "\"description\"") < 0) return -1;
   f = member(v, at, "check", &k);
   if (f && load_check(l, f, k, p) < 0) return -1;
+  f = member(v, at, "tune", &k);
+  if (f) { /* "tune": {"cases": [...]}: the shapes `ubgen tune` sweeps when none is given */
+    static const char *const tune_keys[] = {"cases", NULL};
+    if (want(l, f, k, JSON_OBJECT, "\"tune\"") < 0 || check_keys(l, f, k, "\"tune\"", tune_keys) < 0) return -1;
+    const ug_jloc *tat;
+    json_t *tc = member(f, k, "cases", &tat);
+    if (require(l, tc, k, "cases", "\"tune\"") < 0 || load_cases(l, tc, tat, p, &p->tune_cases, &p->ntune_cases) < 0)
+      return -1;
+  }
 
   /* variant names are keys of the registry and the tuning DB: they must fit
    * their buffer whole, never be cut (two cut names could be equal) */
@@ -1128,6 +1145,7 @@ static void free_pass(ug_pass *p) {
   for (int i = 0; i < p->nsyms; i++) free(p->syms[i].name);
   free(p->syms);
   free(p->cases);
+  free(p->tune_cases);
   free(p->inits);
 }
 

@@ -2,6 +2,7 @@
  * (DESIGN.md "UB model" and "Public C API"). A bad value is an error that
  * names its source; nothing is guessed. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -96,4 +97,18 @@ ubg_status rt_config_resolve(ubg_ctx *ctx, const ubg_config *cfg) {
   ctx->cache_dir = cache ? strdup(cache) : NULL;
   if ((db && !ctx->tuning_db) || (cache && !ctx->cache_dir)) return rt_fail(NULL, UBG_ENOMEM, "out of memory");
   return UBG_OK;
+}
+
+void rt_tunedb_load(ubg_ctx *ctx) {
+  char path[4096];
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  if (ctx->tuning_db) snprintf(path, sizeof path, "%s", ctx->tuning_db);
+  else if (ctx->cache_dir) snprintf(path, sizeof path, "%s/tuning.json", ctx->cache_dir);
+  else if (xdg && *xdg) snprintf(path, sizeof path, "%s/ubgen/tuning.json", xdg);
+  else if (home && *home) snprintf(path, sizeof path, "%s/.cache/ubgen/tuning.json", home);
+  else return;
+  char warn[1024];
+  int rc = ug_tunedb_load(path, &ctx->tunedb, warn, sizeof warn);
+  if (rc == 1) rt_log("tuning DB %s; the default strategy serves every call", warn);
+  else if (rc == 0 && ctx->tunedb.n) rt_log("tuning DB %s: %d entries", path, ctx->tunedb.n);
 }

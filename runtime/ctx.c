@@ -25,6 +25,7 @@ ubg_status ubg_ctx_create(const ubg_config *cfg, ubg_ctx **out) {
   }
   ubg_status s = rt_config_resolve(ctx, cfg);
   if (!s) s = rt_kernels_load(ctx);
+  if (!s) rt_tunedb_load(ctx);
   if (s) {
     ubg_ctx_destroy(ctx);
     return s;
@@ -41,6 +42,7 @@ void ubg_ctx_destroy(ubg_ctx *ctx) {
   rt_kernels_free(ctx);
   rt_pools_free(ctx);
   free(ctx->tuning_db);
+  ug_tunedb_free(&ctx->tunedb);
   free(ctx->cache_dir);
   pthread_mutex_destroy(&ctx->lock);
   pthread_mutex_destroy(&ctx->jit_lock);

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "../gen/spec.h"
+#include "../gen/tunedb.h"
 #include "../gen/ubplan.h"
 #include "../gen/variant.h"
 #include "include/ubgen.h"
@@ -71,6 +72,7 @@ struct ubg_ctx {
   ubg_backend backend;
   bool guard;
   char *tuning_db;
+  ug_tunedb tunedb;       /* loaded once at creation; empty when there is none */
   char *cache_dir;
   rt_kernel *kernels;
   int nkernels;
@@ -95,6 +97,9 @@ UBG_HIDDEN void rt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 
 /* ---- configuration ---- */
 UBG_HIDDEN ubg_status rt_config_resolve(ubg_ctx *ctx, const ubg_config *cfg);
+/* the tuning DB: ubg_config.tuning_db, $UBGEN_TUNING_DB, else <cache dir>/tuning.json;
+ * a missing file is no DB, an unusable one a warning through the log */
+UBG_HIDDEN void rt_tunedb_load(ubg_ctx *ctx);
 
 /* ---- AOT registries ---- */
 /* the function of variant `name` built from the spec with this hash, or NULL */

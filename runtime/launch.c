@@ -14,6 +14,7 @@
 
 #include "../gen/bind.h"
 #include "../gen/strategy.h"
+#include "../gen/tuned.h"
 #include "../templates/prelude.h"
 #include "internal.h"
 
@@ -250,6 +251,13 @@ static ubg_status choose(const call *c, rt_pass *rp, int dtype, int64_t *env, in
   }
   ug_choice ch;
   int64_t usable = ug_budget_usable(&ctx->budget, p->kernel);
+  if (ctx->tunedb.n) { /* the DB's variant for this bucket, if it fits and applies */
+    char why[512];
+    int t = ug_tuned_choice(&ctx->tunedb, p, dtype, rp->variants[dtype], rp->nvariants[dtype], env, ctx->ub_bytes,
+                            usable, index, why, sizeof why, &d);
+    if (t < 0) return diag_fail(c, UBG_EINVAL, &d);
+    if (t == 1) return UBG_OK;
+  }
   if (ug_default_strategy(p, rp->variants[dtype], rp->nvariants[dtype], env, usable, &ch, &d) < 0)
     return diag_fail(c, UBG_EINVAL, &d);
   if (ch.chosen < 0) return rt_fail(c->ctx, UBG_EUB, "%s: %s", c->what, ch.why);

@@ -1175,3 +1175,66 @@ Test(cli, user_copy_of_shipped_spec_runs_the_users_template) {
   run_free(&r);
   free(dir), free(spec_in), free(text), free(spec), free(tmpl_in), free(tmpl), free(tmpl_out), free(changed);
 }
+
+/* ---- tune ------------------------------------------------------------------------ */
+
+/* tests/specs/tune_probe's d64 variant computes 3x instead of 2x */
+Test(cli, tune_rejects_a_wrong_variant) {
+  run_result r = ubgen("tune tune_probe.fwd --specs %s/tests/specs --db %s/db.json --reps 2", UBGEN_SRC, scratch);
+  assert_status(r, 1);
+  cr_assert(strstr(r.out, "WRONG tune_probe_fwd_f32_d64"), "%s", r.out);
+  cr_assert(strstr(r.out, "1 variants gave wrong results"), "%s", r.out);
+  char path[400];
+  snprintf(path, sizeof path, "%s/db.json", scratch);
+  char *db = slurp(path);
+  cr_assert_not_null(db, "the DB is written with the correct variants' result");
+  cr_assert(strstr(db, "\"tune_probe_fwd_f32_d16\"") || strstr(db, "\"tune_probe_fwd_f32_d32\""), "%s", db);
+  cr_assert(!strstr(db, "\"variant\": \"tune_probe_fwd_f32_d64\""), "the wrong variant is never chosen: %s", db);
+  free(db);
+  run_free(&r);
+}
+
+/* the table, the DB entry, and the plan that follows it */
+Test(cli, tune_writes_the_db_and_plan_follows_it) {
+  run_result r = ubgen("tune rms_norm.fwd --dtype bf16 --shape rows=64,cols=512 --db %s/db.json --reps 2", scratch);
+  assert_status(r, 0);
+  cr_assert(strstr(r.out, "median us") && strstr(r.out, "vs default") && strstr(r.out, "  default"), "%s", r.out);
+  cr_assert(strstr(r.out, "1 entries merged into"), "%s", r.out);
+  char *tuned = strstr(r.out, "  tuned ");
+  cr_assert_not_null(tuned, "%s", r.out);
+  char name[128];
+  cr_assert_eq(sscanf(tuned, "  tuned %127[^:]:", name), 1);
+  run_free(&r);
+  r = ubgen("plan rms_norm.fwd --dtype bf16 --shape rows=50,cols=512 --db %s/db.json", scratch);
+  assert_status(r, 0);
+  char want[200];
+  snprintf(want, sizeof want, "choice    %s  (tuned)", name);
+  cr_assert(strstr(r.out, want), "bucket rows=64 serves rows=50: %s", r.out);
+  run_free(&r);
+  /* a second tune of another shape merges into the same file */
+  r = ubgen("tune rms_norm.fwd --dtype bf16 --shape rows=200,cols=512 --db %s/db.json --reps 2 --json", scratch);
+  assert_status(r, 0);
+  json_error_t e;
+  json_t *j = json_loads(r.out, 0, &e);
+  cr_assert_not_null(j, "--json prints JSON on stdout: %s", e.text);
+  cr_assert_eq(json_array_size(j), 1);
+  cr_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 0), "shape")), "rows=200,cols=512");
+  json_decref(j);
+  run_free(&r);
+  char path[400];
+  snprintf(path, sizeof path, "%s/db.json", scratch);
+  char *db = slurp(path);
+  cr_assert(strstr(db, "\"rows\": 64") && strstr(db, "\"rows\": 256"), "both buckets are in the DB: %s", db);
+  free(db);
+}
+
+Test(cli, tune_refuses_bad_usage) {
+  const char *bad[] = {"tune", "tune rms_norm.fwd --reps 0", "tune rms_norm.fwd --backend cuda",
+                       "tune all --shape rows=1,cols=1", "tune nosuch.fwd"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    run_result r = ubgen("%s", bad[i]);
+    assert_status(r, 2);
+    cr_assert(strlen(r.err) > 0, "%s: says why", bad[i]);
+    run_free(&r);
+  }
+}

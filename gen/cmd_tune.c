@@ -1,0 +1,415 @@
+/* ubgen tune KERNEL.PASS|all: for each shape (--shape, else the spec's
+ * "tune" cases) and dtype, every variant that fits the UB budget and
+ * applies is verified against the reference on the tuning inputs (a wrong
+ * one is reported and never chosen), then timed: warm-up, repeated
+ * interleaved rounds (each round visits the candidates in a rotated order,
+ * so drift favours none), each measurement repeating the call for at least
+ * MIN_SECONDS; the median per variant decides. The fastest goes to the
+ * tuning DB with the default strategy's choice and time beside it. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bind.h"
+#include "check_run.h"
+#include "cli.h"
+#include "shape_arg.h"
+#include "strategy.h"
+#include "tuned.h"
+#include "tunedb.h"
+
+enum { DEFAULT_REPS = 5, PRUNE = 3 };
+static const double MIN_SECONDS = 0.004;
+static FILE *out; /* the table: stdout, or stderr when stdout carries --json */
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+typedef struct {
+  int index;      /* into the enumerated variants */
+  double *times;  /* per round, seconds per call */
+  double median;
+  bool wrong;
+  bool pruned; /* timed once: over PRUNE x the fastest */
+  bool failed, ref_ok, same_bits; /* verification: the call failed; within tolerance; the default's bits */
+  char msg[400];
+} candidate;
+
+/* one measurement: the call repeated for at least MIN_SECONDS; seconds per call */
+static double measure(ubg_ctx *ctx, ck_call *c) {
+  int n = 0;
+  double t0 = now(), t;
+  do {
+    ck_call_run(ctx, c);
+    n++;
+    t = now() - t0;
+  } while (t < MIN_SECONDS);
+  return t / n;
+}
+
+/* the outputs (and inout tensors) of the call as they are now */
+static int save_outputs(const ck_call *c, void **saved) {
+  for (int i = 0; i < c->p->nargs; i++) {
+    if (!c->bufs[i] || c->p->args[i].role == UG_ROLE_IN) continue;
+    if (!saved[i] && !(saved[i] = malloc(c->bytes[i] + 1))) return -1;
+    memcpy(saved[i], c->bufs[i], c->bytes[i]);
+  }
+  return 0;
+}
+
+static bool same_bits(const ck_call *c, void *const *saved) {
+  for (int i = 0; i < c->p->nargs; i++)
+    if (saved[i] && memcmp(saved[i], c->bufs[i], c->bytes[i])) return false;
+  return true;
+}
+
+/* a case from --shape: its int args and has_* flags, float args at their defaults */
+static void case_from_env(const ug_pass *p, const int64_t *env, ug_case *cs) {
+  memset(cs, 0, sizeof *cs);
+  for (int i = 0; i < p->nargs; i++) {
+    const ug_arg *a = &p->args[i];
+    if (a->kind == UG_ARG_INT) {
+      cs->set[i] = true;
+      cs->ints[i] = env[p->sym_of_arg[i]];
+    } else if (a->kind == UG_ARG_TENSOR && a->optional) {
+      cs->omit[i] = !env[p->sym_of_arg[i]];
+    }
+  }
+}
+
+typedef struct {
+  cli_opts *o;
+  ubg_ctx *ctx;
+  ug_tunedb *db;
+  json_t *json; /* results, with --json */
+  const char *backend;
+  int failures;
+} tuner;
+
+static void shape_text(const ug_pass *p, const int64_t *env, char *text, size_t n) {
+  text[0] = '\0';
+  for (int i = 0; i < p->kernel->nshape; i++) {
+    size_t l = strlen(text);
+    snprintf(text + l, n - l, "%s%s=%lld", i ? "," : "", p->kernel->shape[i],
+             (long long)env[ug_pass_sym(p, p->kernel->shape[i])]);
+  }
+}
+
+/* tunes one pass at one dtype and shape; 0 ok, -1 could not run */
+static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
+  const ug_kernel *k = p->kernel;
+  int rc = -1, nv = 0, ncand = 0, rejected = 0, dflt = -1;
+  ug_variant *vs = NULL;
+  candidate *cand = NULL;
+  ck_call call;
+  void *saved[UG_MAX_ARGS] = {0}; /* the first candidate's outputs */
+  bool have_call = false;
+  ug_diag d;
+  char msg[1200], shape[256];
+  int64_t *env = calloc((size_t)p->nsyms + 1, sizeof *env);
+  if (!env || ug_enumerate(p, dtype, &vs, &nv, &d) < 0) goto out;
+  ck_case_env(p, cs, env);
+  shape_text(p, env, shape, sizeof shape);
+  int64_t usable = ug_budget_usable(&T->o->budget, k);
+  cand = calloc((size_t)nv + 1, sizeof *cand);
+  if (!cand) goto out;
+  fprintf(out, "\n%s.%s  %s  %s  (UB %lld bytes, %lld usable)\n", k->name, p->name, ug_dtype_name(dtype), shape,
+         (long long)T->o->budget.ub_bytes, (long long)usable);
+  for (int i = 0; i < nv; i++) {
+    int failed;
+    int b = ug_bind(p, &vs[i].pt, env, &failed, &d);
+    if (b < 0) goto out;
+    if (b == 1) continue; /* does not apply to this shape */
+    if (vs[i].footprint > usable) {
+      rejected++;
+      fprintf(out, "  rejected by the UB budget: %-40s footprint %lld > %lld\n", vs[i].name, (long long)vs[i].footprint,
+             (long long)usable);
+      continue;
+    }
+    cand[ncand++].index = i;
+  }
+  ug_choice ch;
+  if (ug_default_strategy(p, vs, nv, env, usable, &ch, &d) < 0) goto out;
+  if (ncand == 0) {
+    fprintf(out, "  no variant fits and applies; nothing to tune\n");
+    rc = 0;
+    goto out;
+  }
+  const ref_entry *ref = ref_find(k->name, p->name);
+  if (ck_call_make(&call, p, dtype, cs, 0x7a11eull, msg, sizeof msg) < 0) {
+    cli_error("tune: %s.%s %s: %s", k->name, p->name, shape, msg);
+    goto out;
+  }
+  have_call = true;
+  if (ref && ck_call_reference(&call, ref, msg, sizeof msg) < 0) goto out;
+
+  /* Verification doubles as the warm-up (and as the JIT compile, if any).
+   * Each candidate's outputs are compared with the reference within the
+   * spec's tolerance, and with the default strategy's variant (run first)
+   * bit for bit. Where no candidate at all is within the tolerance (which
+   * is set for the spec's small check cases, and can be too tight for this
+   * shape's long f32 sums), a bitwise pass accepts the candidates that give
+   * the default's very bits, and says so; otherwise only what is within
+   * the tolerance is accepted. */
+  int reps = T->o->reps ? T->o->reps : DEFAULT_REPS, good = 0, within = 0;
+  for (int c = 1; c < ncand; c++)
+    if (cand[c].index == ch.chosen) {
+      candidate t = cand[0];
+      cand[0] = cand[c];
+      cand[c] = t;
+    }
+  for (int c = 0; c < ncand; c++) {
+    const ug_variant *v = &vs[cand[c].index];
+    cli_progress("tune %s.%s %s: verify %d/%d %s", k->name, p->name, ug_dtype_name(dtype), c + 1, ncand, v->name);
+    ubg_status s = ubg_set_variant(T->ctx, k->name, p->name, v->name);
+    ck_call_reset(&call);
+    if (!s) s = ck_call_run(T->ctx, &call);
+    if (s) {
+      cand[c].failed = true;
+      snprintf(cand[c].msg, sizeof cand[c].msg, "%s: %s", ubg_status_str(s), ubg_ctx_error(T->ctx));
+      continue;
+    }
+    cand[c].ref_ok = !ref || ck_call_compare(&call, cand[c].msg, sizeof cand[c].msg) == 0;
+    within += cand[c].ref_ok;
+    if (c == 0 && save_outputs(&call, saved) < 0) goto out;
+    cand[c].same_bits = c == 0 || same_bits(&call, saved);
+  }
+  cli_progress_done();
+  bool by_bits = within == 0 && p->bitwise && !cand[0].failed && cand[0].index == ch.chosen;
+  if (by_bits)
+    fprintf(out, "  note: no variant is within the reference's tolerance here (the default %s: %s); accepted: "
+                 "the variants that give the default's bits\n",
+            vs[cand[0].index].name, cand[0].msg);
+  for (int c = 0; c < ncand; c++) {
+    cand[c].wrong = cand[c].failed || !(by_bits ? cand[c].same_bits : cand[c].ref_ok);
+    if (cand[c].wrong) {
+      if (by_bits && !cand[c].failed) snprintf(cand[c].msg, sizeof cand[c].msg, "its bits differ from the default's");
+      fprintf(out, "  WRONG %s: %s (never chosen)\n", vs[cand[c].index].name, cand[c].msg);
+      T->failures++;
+      continue;
+    }
+    good++;
+    if (!(cand[c].times = calloc((size_t)reps, sizeof(double)))) goto out;
+  }
+  /* rounds: every good candidate once per round, starting one later each
+   * time; after the first, a candidate over PRUNE x the fastest stops (its
+   * first time stands for all rounds: it cannot win) */
+  for (int r = 0; r < reps; r++) {
+    if (r == 1) {
+      double fastest = INFINITY;
+      for (int c = 0; c < ncand; c++)
+        if (!cand[c].wrong && cand[c].times[0] < fastest) fastest = cand[c].times[0];
+      for (int c = 0; c < ncand; c++)
+        if (!cand[c].wrong && cand[c].times[0] > PRUNE * fastest) {
+          cand[c].pruned = true;
+          for (int q = 1; q < reps; q++) cand[c].times[q] = cand[c].times[0];
+        }
+    }
+    for (int j = 0; j < ncand; j++) {
+      candidate *cd = &cand[(j + r) % ncand];
+      if (cd->wrong || (r > 0 && cd->pruned)) continue;
+      cli_progress("tune %s.%s %s: round %d/%d, %d candidates", k->name, p->name, ug_dtype_name(dtype), r + 1, reps,
+                   good);
+      ubg_set_variant(T->ctx, k->name, p->name, vs[cd->index].name);
+      cd->times[r] = measure(T->ctx, &call);
+    }
+  }
+  cli_progress_done();
+  ubg_set_variant(T->ctx, k->name, p->name, NULL);
+  int best = -1, dcand = -1;
+  for (int c = 0; c < ncand; c++) {
+    if (cand[c].wrong) continue;
+    qsort(cand[c].times, (size_t)reps, sizeof(double), cmp_double);
+    cand[c].median = reps % 2 ? cand[c].times[reps / 2] : 0.5 * (cand[c].times[reps / 2 - 1] + cand[c].times[reps / 2]);
+    if (best < 0 || cand[c].median < cand[best].median) best = c;
+    if (cand[c].index == ch.chosen) dcand = c;
+  }
+  dflt = dcand;
+  if (best < 0) {
+    fprintf(out, "  every candidate was wrong: no entry written\n");
+    rc = 0;
+    goto out;
+  }
+  double base = dflt >= 0 ? cand[dflt].median : NAN;
+  fprintf(out, "  %-44s %10s %12s %9s\n", "variant", "footprint", "median us", "vs default");
+  for (int c = 0; c < ncand; c++) {
+    const ug_variant *v = &vs[cand[c].index];
+    if (cand[c].wrong) {
+      fprintf(out, "  %-44s %10lld %12s %9s  WRONG\n", v->name, (long long)v->footprint, "-", "-");
+      continue;
+    }
+    fprintf(out, "  %-44s %10lld %12.1f %8.2fx%s%s%s\n", v->name, (long long)v->footprint, cand[c].median * 1e6,
+           base / cand[c].median, c == best ? "  fastest" : "", c == dflt ? "  default" : "",
+            cand[c].pruned ? "  (timed once)" : "");
+  }
+  const ug_variant *bv = &vs[cand[best].index];
+  if (dflt >= 0)
+    fprintf(out, "  tuned %s: %.1f us, %.2fx the default %s (%.1f us)\n", bv->name, cand[best].median * 1e6,
+           base / cand[best].median, vs[cand[dflt].index].name, base * 1e6);
+  else
+    fprintf(out, "  tuned %s: %.1f us (the default strategy finds no variant: %s)\n", bv->name, cand[best].median * 1e6,
+           ch.why);
+
+  ug_tune_entry e;
+  memset(&e, 0, sizeof e);
+  snprintf(e.kernel, sizeof e.kernel, "%s", k->name);
+  snprintf(e.pass, sizeof e.pass, "%s", p->name);
+  e.dtype = dtype;
+  e.nshape = ug_tuned_shape(p, env, e.shape);
+  for (int i = 0; i < e.nshape; i++) snprintf(e.shape_names[i], sizeof e.shape_names[i], "%s", k->shape[i]);
+  e.ub_bytes = T->o->budget.ub_bytes;
+  snprintf(e.variant, sizeof e.variant, "%s", bv->name);
+  snprintf(e.backend, sizeof e.backend, "%s", T->backend);
+  e.median_us = cand[best].median * 1e6;
+  if (dflt >= 0) {
+    snprintf(e.default_variant, sizeof e.default_variant, "%s", vs[cand[dflt].index].name);
+    e.default_median_us = base * 1e6;
+  }
+  e.candidates = good;
+  e.rejected_ub = rejected;
+  if (ug_tunedb_put(T->db, &e) < 0) goto out;
+  if (T->json) {
+    json_t *vars = json_array();
+    for (int c = 0; c < ncand; c++)
+      json_array_append_new(vars, json_pack("{s:s, s:I, s:o, s:b}", "variant", vs[cand[c].index].name, "footprint",
+                                            (json_int_t)vs[cand[c].index].footprint, "median_us",
+                                            cand[c].wrong ? json_null() : json_real(cand[c].median * 1e6), "wrong",
+                                            cand[c].wrong));
+    json_array_append_new(T->json, json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:f, s:s?, s:o, s:I, s:o}", "kernel",
+                                             k->name, "pass", p->name, "dtype", ug_dtype_name(dtype), "shape", shape,
+                                             "ub_bytes", (json_int_t)e.ub_bytes, "variant", e.variant, "median_us",
+                                             e.median_us, "default_variant", dflt >= 0 ? e.default_variant : NULL,
+                                             "default_median_us", dflt >= 0 ? json_real(e.default_median_us) : json_null(),
+                                             "rejected_ub", (json_int_t)rejected, "variants", vars));
+  }
+  rc = 0;
+out:
+  if (rc < 0 && !have_call) cli_error("tune: %s.%s: could not enumerate or bind the variants", k->name, p->name);
+  if (have_call) ck_call_free(&call);
+  for (int i = 0; i < UG_MAX_ARGS; i++) free(saved[i]);
+  for (int c = 0; cand && c < ncand; c++) free(cand[c].times);
+  free(cand);
+  free(vs);
+  free(env);
+  return rc;
+}
+
+static int tune_pass(tuner *T, const ug_pass *p) {
+  for (int dt = 0; dt < UG_NDTYPES; dt++) {
+    if (!p->dtypes[dt] || (T->o->dtype_set && !T->o->dtypes[dt])) continue;
+    if (T->o->shape) {
+      int64_t *env = calloc((size_t)p->nsyms + 1, sizeof *env);
+      ug_case cs;
+      if (!env || ug_shape_env(p, T->o->shape, env) < 0) {
+        free(env);
+        return -1;
+      }
+      case_from_env(p, env, &cs);
+      free(env);
+      if (tune_one(T, p, dt, &cs) < 0) return -1;
+    } else {
+      if (!p->ntune_cases) fprintf(out, "\n%s.%s: no \"tune\" cases in the spec and no --shape; skipped\n", p->kernel->name, p->name);
+      for (int c = 0; c < p->ntune_cases; c++)
+        if (tune_one(T, p, dt, &p->tune_cases[c]) < 0) return -1;
+    }
+  }
+  return 0;
+}
+
+/* --db, else $UBGEN_TUNING_DB, else the runtime's default path */
+static void db_path(const cli_opts *o, char *path, size_t n) {
+  const char *env = getenv("UBGEN_TUNING_DB"), *cache = getenv("UBGEN_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME");
+  if (o->db) snprintf(path, n, "%s", o->db);
+  else if (env && *env) snprintf(path, n, "%s", env);
+  else if (cache && *cache) snprintf(path, n, "%s/tuning.json", cache);
+  else if (xdg && *xdg) snprintf(path, n, "%s/ubgen/tuning.json", xdg);
+  else snprintf(path, n, "%s/.cache/ubgen/tuning.json", getenv("HOME") ? getenv("HOME") : ".");
+}
+
+int cmd_tune(int argc, char **argv) {
+  cli_opts o;
+  if (cli_parse(argc, argv, "tune", "specs ub margin dtype shape backend db reps json", true, &o) < 0) return EXIT_USAGE;
+  if (!o.target) {
+    cli_error("tune: which KERNEL.PASS, or all? (for example: ubgen tune rms_norm.fwd --dtype bf16)");
+    return EXIT_USAGE;
+  }
+  ubg_config cfg = {0};
+  const char *backend = "aot";
+  if (o.backend) {
+    if (!strcmp(o.backend, "aot")) cfg.backend = UBG_BACKEND_AOT;
+    else if (!strcmp(o.backend, "tcc")) cfg.backend = UBG_BACKEND_TCC, backend = "tcc";
+    else if (!strcmp(o.backend, "gcc")) cfg.backend = UBG_BACKEND_GCC, backend = "gcc";
+    else {
+      cli_error("tune: --backend \"%s\" is not one of aot, tcc, gcc", o.backend);
+      return EXIT_USAGE;
+    }
+  }
+  ug_specset set;
+  if (cli_load_specs(&o, &set) < 0) return EXIT_USAGE;
+  if (!strcmp(o.target, "all") && o.shape) {
+    cli_error("tune: --shape names one pass's shape; give KERNEL.PASS with it, not all");
+    ug_specset_free(&set);
+    return EXIT_USAGE;
+  }
+  cli_export_spec_path(&o);
+  cfg.ub_bytes = (size_t)o.budget.ub_bytes;
+  cfg.safety_margin = o.budget.margin;
+  /* forced variants are timed; no DB is read (none may exist at that path) */
+  cfg.tuning_db = "/nonexistent/ubgen-tune-reads-no-db";
+  ubg_ctx *ctx;
+  ubg_status st = ubg_ctx_create(&cfg, &ctx);
+  if (st != UBG_OK) {
+    cli_error("tune: %s", ubg_ctx_error(NULL));
+    ug_specset_free(&set);
+    return EXIT_USAGE;
+  }
+  ug_tunedb db = {0};
+  out = o.json ? stderr : stdout;
+  tuner T = {&o, ctx, &db, o.json ? json_array() : NULL, backend, 0};
+  int rc = EXIT_OK;
+  if (!strcmp(o.target, "all")) {
+    for (int i = 0; i < set.n && rc == EXIT_OK; i++)
+      for (int j = 0; j < set.k[i]->npasses && rc == EXIT_OK; j++)
+        if (tune_pass(&T, &set.k[i]->passes[j]) < 0) rc = EXIT_USAGE;
+  } else {
+    const ug_kernel *k;
+    const ug_pass *p;
+    if (cli_find_pass(&set, o.target, &k, &p) < 0 || tune_pass(&T, p) < 0) rc = EXIT_USAGE;
+  }
+  char path[4096], err[1024], warn[1024] = "";
+  db_path(&o, path, sizeof path);
+  if (rc == EXIT_OK && db.n) {
+    if (ug_tunedb_merge_save(path, &db, err, sizeof err, warn, sizeof warn) < 0) {
+      cli_error("tune: %s", err);
+      rc = EXIT_FAILED;
+    } else {
+      if (warn[0]) fprintf(stderr, "ubgen: warning: the old tuning DB %s\n", warn);
+      fprintf(out, "\n%d entries merged into %s\n", db.n, path);
+    }
+  }
+  if (T.json) {
+    char *s = json_dumps(T.json, JSON_INDENT(2));
+    if (s) puts(s);
+    free(s);
+    json_decref(T.json);
+  }
+  if (rc == EXIT_OK && T.failures) {
+    fprintf(out, "%d variants gave wrong results (listed above); none was chosen\n", T.failures);
+    rc = EXIT_FAILED;
+  }
+  ug_tunedb_free(&db);
+  ubg_ctx_destroy(ctx);
+  ug_specset_free(&set);
+  return rc;
+}

@@ -1,0 +1,355 @@
+/* The tuning DB (tunedb.h): JSON <-> ug_tunedb, and the locked, atomic merge
+ * of measurements into a file that other tuners may be writing too. */
+#include "tunedb.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "spec.h"
+
+/* far above any real sweep; bounds what a stray file can make us allocate */
+enum { MAX_DB_BYTES = 64 << 20, PATH_BYTES = 4096 };
+
+static void say(char *buf, size_t n, const char *fmt, ...) {
+  if (!buf || n == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, n, fmt, ap);
+  va_end(ap);
+}
+
+int64_t ug_tune_bucket(int64_t v) {
+  if (v <= 1 || v > INT64_C(1) << 62) return v; /* 2^63 is not an int64_t */
+  int64_t p = 2;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+/* ---- the table ------------------------------------------------------------ */
+
+/* the fixed buffers may come from a caller unterminated: compare within them */
+#define SAME(a, b, f) (strncmp((a)->f, (b)->f, sizeof (a)->f) == 0)
+
+static bool same_key(const ug_tune_entry *a, const ug_tune_entry *b) {
+  if (!SAME(a, b, kernel) || !SAME(a, b, pass) || a->dtype != b->dtype || a->nshape != b->nshape ||
+      a->ub_bytes != b->ub_bytes)
+    return false;
+  for (int i = 0; i < a->nshape; i++)
+    if (a->shape[i] != b->shape[i] || !SAME(a, b, shape_names[i])) return false;
+  return true;
+}
+
+/* -1 also for an nshape outside 0..UG_TUNE_MAX_SHAPE: such an entry has no key */
+int ug_tunedb_put(ug_tunedb *db, const ug_tune_entry *e) {
+  if (e->nshape < 0 || e->nshape > UG_TUNE_MAX_SHAPE) return -1;
+  for (int i = 0; i < db->n; i++)
+    if (same_key(&db->e[i], e)) {
+      db->e[i] = *e;
+      return 0;
+    }
+  if (db->n == db->cap) {
+    if (db->cap > (1 << 28)) return -1;
+    int cap = db->cap ? db->cap * 2 : 16;
+    ug_tune_entry *ne = realloc(db->e, (size_t)cap * sizeof *ne);
+    if (!ne) return -1;
+    db->e = ne;
+    db->cap = cap;
+  }
+  db->e[db->n++] = *e;
+  return 0;
+}
+
+const ug_tune_entry *ug_tunedb_find(const ug_tunedb *db, const char *kernel, const char *pass, int dtype, int nshape,
+                                    const int64_t *shape, int64_t ub_bytes) {
+  for (int i = 0; i < db->n; i++) {
+    const ug_tune_entry *e = &db->e[i];
+    if (e->dtype != dtype || e->nshape != nshape || e->ub_bytes != ub_bytes ||
+        strncmp(e->kernel, kernel, sizeof e->kernel) != 0 || strncmp(e->pass, pass, sizeof e->pass) != 0)
+      continue;
+    int k = 0;
+    while (k < nshape && e->shape[k] == shape[k]) k++;
+    if (k == nshape) return e;
+  }
+  return NULL;
+}
+
+void ug_tunedb_free(ug_tunedb *db) {
+  free(db->e);
+  memset(db, 0, sizeof *db);
+}
+
+/* ---- reading -------------------------------------------------------------- */
+
+/* a string that fits dst with its NUL and holds no NUL of its own */
+static bool copy_str(const json_t *j, char *dst, size_t n) {
+  if (!json_is_string(j)) return false;
+  size_t len = json_string_length(j);
+  const char *s = json_string_value(j);
+  if (len >= n || strlen(s) != len) return false;
+  memcpy(dst, s, len + 1);
+  return true;
+}
+
+typedef enum { F_STR, F_INT, F_NUM } field_type;
+#define FIELD(name, t) {#name, t, offsetof(ug_tune_entry, name), sizeof(((ug_tune_entry *)0)->name)}
+/* every scalar field; dtype and shape have their own rules */
+static const struct {
+  const char *key;
+  field_type type;
+  size_t off, size;
+} fields[] = {
+    FIELD(kernel, F_STR),          FIELD(pass, F_STR),       FIELD(ub_bytes, F_INT),
+    FIELD(variant, F_STR),         FIELD(backend, F_STR),    FIELD(median_us, F_NUM),
+    FIELD(default_variant, F_STR), FIELD(default_median_us, F_NUM), FIELD(candidates, F_INT),
+    FIELD(rejected_ub, F_INT),
+};
+
+static bool read_field(const json_t *v, field_type t, void *dst, size_t size) {
+  switch (t) {
+  case F_STR: return copy_str(v, dst, size);
+  case F_INT:
+    if (!json_is_integer(v)) return false;
+    *(int64_t *)dst = json_integer_value(v);
+    return true;
+  case F_NUM:
+    if (!json_is_number(v)) return false;
+    *(double *)dst = json_number_value(v);
+    return true;
+  }
+  return false;
+}
+
+static const char *const type_text[] = {"a string of under %zu bytes", "an integer", "a number"};
+
+/* the shape object, in file order (jansson iterates in insertion order) */
+static bool read_shape(const json_t *s, ug_tune_entry *e, char *why, size_t nwhy, int idx) {
+  if (!json_is_object(s)) {
+    say(why, nwhy, "entries[%d]: \"shape\" is missing or not an object", idx);
+    return false;
+  }
+  if (json_object_size(s) > UG_TUNE_MAX_SHAPE) {
+    say(why, nwhy, "entries[%d]: \"shape\" has more than %d values", idx, UG_TUNE_MAX_SHAPE);
+    return false;
+  }
+  const char *name;
+  json_t *v;
+  json_object_foreach((json_t *)s, name, v) {
+    size_t len = strlen(name);
+    if (!json_is_integer(v) || len >= sizeof e->shape_names[0]) {
+      say(why, nwhy, "entries[%d]: shape \"%.40s\" is not an integer or its name is too long", idx, name);
+      return false;
+    }
+    memcpy(e->shape_names[e->nshape], name, len + 1);
+    e->shape[e->nshape++] = json_integer_value(v);
+  }
+  return true;
+}
+
+static bool read_entry(const json_t *j, ug_tune_entry *e, char *why, size_t nwhy, int idx) {
+  memset(e, 0, sizeof *e);
+  if (!json_is_object(j)) {
+    say(why, nwhy, "entries[%d] is not an object", idx);
+    return false;
+  }
+  for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++)
+    if (!read_field(json_object_get(j, fields[k].key), fields[k].type, (char *)e + fields[k].off, fields[k].size)) {
+      char want[64];
+      say(want, sizeof want, type_text[fields[k].type], fields[k].size);
+      say(why, nwhy, "entries[%d]: \"%s\" is missing or not %s", idx, fields[k].key, want);
+      return false;
+    }
+  const json_t *dt = json_object_get(j, "dtype");
+  e->dtype = json_is_string(dt) ? ug_dtype_parse(json_string_value(dt)) : -1;
+  if (e->dtype < 0) {
+    say(why, nwhy, "entries[%d]: \"dtype\" is missing or not one of f32, f16, bf16", idx);
+    return false;
+  }
+  return read_shape(json_object_get(j, "shape"), e, why, nwhy, idx);
+}
+
+/* 0 ok, 1 invalid (why says how), -1 out of memory */
+static int read_db(const json_t *root, ug_tunedb *db, char *why, size_t nwhy) {
+  if (!json_is_object(root)) return say(why, nwhy, "not a JSON object"), 1;
+  const json_t *ver = json_object_get(root, "version");
+  if (!json_is_integer(ver) || json_integer_value(ver) != 1)
+    return say(why, nwhy, "\"version\" is missing or not 1, the only version this ubgen reads"), 1;
+  const json_t *cpu = json_object_get(root, "cpu");
+  if (cpu && !copy_str(cpu, db->cpu, sizeof db->cpu))
+    return say(why, nwhy, "\"cpu\" is not a string of under %zu bytes", sizeof db->cpu), 1;
+  const json_t *ents = json_object_get(root, "entries");
+  if (!json_is_array(ents)) return say(why, nwhy, "\"entries\" is missing or not an array"), 1;
+  for (size_t i = 0; i < json_array_size(ents); i++) {
+    ug_tune_entry e;
+    if (!read_entry(json_array_get(ents, i), &e, why, nwhy, (int)i)) return 1;
+    if (ug_tunedb_put(db, &e) < 0) return say(why, nwhy, "out of memory"), -1; /* a later duplicate wins */
+  }
+  return 0;
+}
+
+/* O_NOFOLLOW: a symlink planted at the DB path is refused, never followed;
+ * O_NONBLOCK: a FIFO there cannot hang us before fstat rejects it. */
+int ug_tunedb_load(const char *path, ug_tunedb *db, char *warn, size_t nwarn) {
+  memset(db, 0, sizeof *db);
+  say(warn, nwarn, "");
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT) return 0;
+    say(warn, nwarn, "%s: %s, ignored", path, errno == ELOOP ? "a symbolic link, not followed" : strerror(errno));
+    return 1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > MAX_DB_BYTES) {
+    close(fd);
+    say(warn, nwarn, "%s: not a regular file of at most %d bytes, ignored", path, MAX_DB_BYTES);
+    return 1;
+  }
+  json_error_t je;
+  json_t *root = json_loadfd(fd, 0, &je);
+  close(fd);
+  if (!root) {
+    say(warn, nwarn, "%s:%d:%d: %s, ignored", path, je.line, je.column, je.text);
+    return json_error_code(&je) == json_error_out_of_memory ? -1 : 1;
+  }
+  char why[256];
+  int rc = read_db(root, db, why, sizeof why);
+  json_decref(root);
+  if (rc != 0) {
+    ug_tunedb_free(db);
+    say(warn, nwarn, "%s: %s, ignored", path, why);
+  }
+  return rc;
+}
+
+/* ---- writing -------------------------------------------------------------- */
+
+#define BSTR(f) (f), strnlen((f), sizeof(f)) /* for json_pack's "s%" */
+
+static json_t *entry_json(const ug_tune_entry *e) {
+  if (e->dtype < 0 || e->dtype >= UG_NDTYPES || e->nshape < 0 || e->nshape > UG_TUNE_MAX_SHAPE ||
+      !isfinite(e->median_us) || !isfinite(e->default_median_us))
+    return NULL; /* json_real cannot hold inf or NaN */
+  json_t *shape = json_object();
+  for (int i = 0; shape && i < e->nshape; i++) {
+    char name[sizeof e->shape_names[0]];
+    snprintf(name, sizeof name, "%.*s", (int)sizeof name - 1, e->shape_names[i]);
+    if (json_object_set_new(shape, name, json_integer(e->shape[i])) < 0) {
+      json_decref(shape);
+      return NULL;
+    }
+  }
+  return json_pack("{s:s%, s:s%, s:s, s:o, s:I, s:s%, s:s%, s:f, s:s%, s:f, s:I, s:I}", "kernel", BSTR(e->kernel),
+                   "pass", BSTR(e->pass), "dtype", ug_dtype_name(e->dtype), "shape", shape, "ub_bytes",
+                   (json_int_t)e->ub_bytes, "variant", BSTR(e->variant), "backend", BSTR(e->backend), "median_us",
+                   e->median_us, "default_variant", BSTR(e->default_variant), "default_median_us",
+                   e->default_median_us, "candidates", (json_int_t)e->candidates, "rejected_ub",
+                   (json_int_t)e->rejected_ub);
+}
+
+/* the file's text, or NULL with err set */
+static char *dump_db(const char *path, const ug_tunedb *db, char *err, size_t nerr) {
+  json_t *ents = json_array();
+  for (int i = 0; ents && i < db->n; i++)
+    if (json_array_append_new(ents, entry_json(&db->e[i])) < 0) {
+      say(err, nerr, "%s: entry %d (%.64s) has an invalid dtype, shape, timing or string", path, i, db->e[i].kernel);
+      json_decref(ents);
+      return NULL;
+    }
+  json_t *root = json_pack("{s:i, s:s%, s:o}", "version", 1, "cpu", BSTR(db->cpu), "entries", ents);
+  char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+  json_decref(root);
+  if (!text) say(err, nerr, "%s: cannot format the DB (out of memory or a cpu name that is not UTF-8)", path);
+  return text;
+}
+
+static int write_all(int fd, const char *p, size_t left) {
+  while (left > 0) {
+    ssize_t n = write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    p += n;
+    left -= (size_t)n;
+  }
+  return 0;
+}
+
+/* fsyncs path's directory, so the rename survives a crash (best effort) */
+static void sync_dir(const char *path) {
+  char dir[PATH_BYTES];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else slash[slash == dir] = '\0'; /* keep "/" itself */
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) fsync(fd), close(fd);
+}
+
+/* A temporary file in path's directory, renamed over path: readers see the
+ * old file or the new one, never a partial one. */
+static int write_atomic(const char *path, const char *text, char *err, size_t nerr) {
+  char tmp[PATH_BYTES];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
+    return say(err, nerr, "%s: path too long", path), -1;
+  int fd = mkostemp(tmp, O_CLOEXEC);
+  if (fd < 0) return say(err, nerr, "%s: cannot create: %s", tmp, strerror(errno)), -1;
+  const char *what = NULL;
+  if (fchmod(fd, 0644) < 0) what = "cannot set its mode";
+  else if (write_all(fd, text, strlen(text)) < 0 || write_all(fd, "\n", 1) < 0) what = "cannot write";
+  else if (fsync(fd) < 0) what = "cannot fsync";
+  int e = errno;
+  if (close(fd) < 0 && !what) what = "cannot close", e = errno;
+  if (!what && rename(tmp, path) < 0) what = "cannot rename over the DB", e = errno;
+  if (what) {
+    unlink(tmp);
+    return say(err, nerr, "%s: %s: %s", tmp, what, strerror(e)), -1;
+  }
+  sync_dir(path);
+  return 0;
+}
+
+/* merged := the file's entries, then db's (db wins); the file's cpu unless db names one */
+static int merge_and_write(const char *path, const ug_tunedb *db, char *err, size_t nerr, char *warn, size_t nwarn) {
+  ug_tunedb merged;
+  if (ug_tunedb_load(path, &merged, warn, nwarn) < 0) return say(err, nerr, "%s: out of memory", path), -1;
+  if (db->cpu[0]) snprintf(merged.cpu, sizeof merged.cpu, "%.*s", (int)sizeof db->cpu - 1, db->cpu);
+  int rc = 0;
+  for (int i = 0; rc == 0 && i < db->n; i++)
+    if (ug_tunedb_put(&merged, &db->e[i]) < 0)
+      rc = -1, say(err, nerr, "%s: out of memory or entry %d has an invalid shape", path, i);
+  char *text = rc == 0 ? dump_db(path, &merged, err, nerr) : NULL;
+  if (text) rc = write_atomic(path, text, err, nerr);
+  else rc = -1;
+  free(text);
+  ug_tunedb_free(&merged);
+  return rc;
+}
+
+/* The lock file is never removed: unlinking it would let a tuner lock a file
+ * that another has just replaced. Re-reading under the lock is what keeps a
+ * concurrent tuner's entries. */
+int ug_tunedb_merge_save(const char *path, const ug_tunedb *db, char *err, size_t nerr, char *warn, size_t nwarn) {
+  say(err, nerr, "");
+  say(warn, nwarn, "");
+  char lock[PATH_BYTES];
+  if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock)
+    return say(err, nerr, "%s: path too long", path), -1;
+  int lfd = open(lock, O_CREAT | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (lfd < 0) return say(err, nerr, "%s: cannot open: %s", lock, strerror(errno)), -1;
+  int rc;
+  while ((rc = flock(lfd, LOCK_EX)) < 0 && errno == EINTR) continue;
+  if (rc < 0) say(err, nerr, "%s: cannot lock: %s", lock, strerror(errno));
+  else rc = merge_and_write(path, db, err, nerr, warn, nwarn);
+  flock(lfd, LOCK_UN);
+  close(lfd);
+  return rc;
+}

@@ -1,0 +1,69 @@
+/* The tuning DB (DESIGN.md "Tuning DB"): what `ubgen tune` measured, which
+ * the runtime's dispatch reads.
+ *
+ *   {"version": 1, "cpu": "...", "entries": [{"kernel", "pass", "dtype",
+ *    "shape": {"rows": 2048, "cols": 4096}, "ub_bytes", "variant", "backend",
+ *    "median_us", "default_variant", "default_median_us", "candidates",
+ *    "rejected_ub"}]}
+ *
+ * An entry is keyed by kernel, pass, dtype, shape bucket and ub_bytes. The
+ * shape bucket of a call rounds each shape value up to a power of two
+ * (ug_tune_bucket), so a DB entry tuned at rows=2048 serves rows=1500..2048.
+ * Files are written atomically (temporary file in the same directory, fsync,
+ * rename) under an exclusive lock on "<path>.lock", re-reading the file
+ * under the lock and merging into it, so concurrent tuners lose no entry.
+ * A missing file is an empty DB; a corrupt, truncated or wrong-version file
+ * is an empty DB plus a warning (never a crash, never silent). */
+#ifndef UG_TUNEDB_H
+#define UG_TUNEDB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { UG_TUNE_MAX_SHAPE = 8 };
+
+typedef struct {
+  char kernel[64], pass[64];
+  int dtype;                                  /* 0 f32, 1 f16, 2 bf16 */
+  int nshape;                                 /* shape values, in the spec's shape order */
+  char shape_names[UG_TUNE_MAX_SHAPE][32];
+  int64_t shape[UG_TUNE_MAX_SHAPE];           /* bucketed values */
+  int64_t ub_bytes;
+  char variant[160];
+  char backend[16];                           /* "aot", "tcc", "gcc" */
+  double median_us;
+  char default_variant[160];
+  double default_median_us;
+  int64_t candidates;                         /* feasible variants measured */
+  int64_t rejected_ub;                        /* variants over the UB budget */
+} ug_tune_entry;
+
+typedef struct {
+  char cpu[128];
+  ug_tune_entry *e;
+  int n, cap;
+} ug_tunedb;
+
+/* v rounded up to a power of two (v <= 1 stays as it is) */
+int64_t ug_tune_bucket(int64_t v);
+
+/* Loads path into *db (which it initializes). 0: loaded or missing (empty);
+ * 1: unusable (corrupt, truncated, wrong version, unreadable): *db empty and
+ * warn says why, naming the file; -1: out of memory. */
+int ug_tunedb_load(const char *path, ug_tunedb *db, char *warn, size_t nwarn);
+
+/* adds e, replacing an entry with the same key; 0 ok, -1 out of memory */
+int ug_tunedb_put(ug_tunedb *db, const ug_tune_entry *e);
+
+/* the entry with this key (shape already bucketed, names in spec order), or NULL */
+const ug_tune_entry *ug_tunedb_find(const ug_tunedb *db, const char *kernel, const char *pass, int dtype, int nshape,
+                                    const int64_t *shape, int64_t ub_bytes);
+
+/* Merges db's entries into the file at path (db's win on equal keys) under
+ * the lock, written atomically; an unusable existing file is replaced (its
+ * warning goes to warn). 0 ok; -1 with err set. */
+int ug_tunedb_merge_save(const char *path, const ug_tunedb *db, char *err, size_t nerr, char *warn, size_t nwarn);
+
+void ug_tunedb_free(ug_tunedb *db);
+
+#endif
