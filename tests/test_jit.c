@@ -29,7 +29,12 @@ static void same_bits(const char *pass, int dt, ubg_backend backend) {
   const char *suffix = backend == UBG_BACKEND_GCC ? "gcc" : "tcc";
   ubg_ctx *aot = tc_ctx(UBG_BACKEND_AOT, 2), *tcc = tc_ctx(backend, 2);
   const size_t es = ref_dtype_bytes(dt);
-  for (int i = 0; i < vs.n; i++) {
+  /* tcc: every variant; gcc: every 4th (its source and flags are the AOT
+   * build's, so it can only differ in the JIT plumbing), starting at a
+   * different one per pass and dtype so the six tests cover most */
+  const int step = backend == UBG_BACKEND_GCC ? 4 : 1, first = backend == UBG_BACKEND_GCC ? (dt + 3 * !strcmp(pass, "bwd")) % 4 : 0;
+  int visited = 0;
+  for (int i = first; i < vs.n; i += step, visited++) {
     const ug_variant *v = &vs.v[i];
     const int64_t bd = tc_block_d(v), rows = 37;
     const int64_t cols = v->pt.tiled ? 2 * bd + 5 : (bd > 16 ? bd - 3 : bd);
@@ -67,7 +72,7 @@ static void same_bits(const char *pass, int dt, ubg_backend backend) {
     for (int c = 0; c < 2; c++) free(out[c]), free(dw[c]), free(rstd[c]);
     free(x), free(dy), free(w);
   }
-  cr_assert_eq(atomic_load(&tcc->jit_compiles), vs.n, "each variant compiled once");
+  cr_assert_eq(atomic_load(&tcc->jit_compiles), visited, "each variant compiled once");
   ubg_ctx_destroy(aot);
   ubg_ctx_destroy(tcc);
   tc_free_variants(&vs);
@@ -80,7 +85,7 @@ Test(jit_tcc, fwd_bf16_same_bits, .timeout = 120) { same_bits("fwd", UBG_BF16, U
 Test(jit_tcc, bwd_f32_same_bits, .timeout = 120) { same_bits("bwd", UBG_F32, UBG_BACKEND_TCC); }
 Test(jit_tcc, bwd_f16_same_bits, .timeout = 120) { same_bits("bwd", UBG_F16, UBG_BACKEND_TCC); }
 Test(jit_tcc, bwd_bf16_same_bits, .timeout = 120) { same_bits("bwd", UBG_BF16, UBG_BACKEND_TCC); }
-/* every variant through gcc too: about 0.3 s of gcc each, 288 in all */
+/* every 4th variant through gcc too: about 0.3 s of gcc each */
 Test(jit_gcc, fwd_f32_same_bits, .timeout = 300) { same_bits("fwd", UBG_F32, UBG_BACKEND_GCC); }
 Test(jit_gcc, fwd_f16_same_bits, .timeout = 300) { same_bits("fwd", UBG_F16, UBG_BACKEND_GCC); }
 Test(jit_gcc, fwd_bf16_same_bits, .timeout = 300) { same_bits("fwd", UBG_BF16, UBG_BACKEND_GCC); }
