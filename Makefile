@@ -1,7 +1,7 @@
 # ubgen: build, test, run, emit, install.
 #   make                 build/bin/ubgen, build/lib/libubgen.a and .so (all feasible kernels)
 #   make test            install missing packages (as root), build, run the test suite
-#   make run             install missing packages (as root), build, plan, check, benchmark
+#   make run             install missing packages (as root), build, tune every kernel (DB + SVG in build/)
 #   make install PREFIX=/usr/local DESTDIR=
 #   make MARCH=x86-64-v3 kernels for another CPU (default: this one)
 #   make UB=256KiB       the UB budget the built-in kernels are emitted for
@@ -34,7 +34,7 @@ $(error BLAS=$(BLAS): the only optional BLAS is openblas)
 endif
 
 GEN_CORE := diag strbuf json_loc expr spec_load variant ubplan render source emit fsutil specset bind strategy tunedb tuned
-GEN_CLI  := cli cmd_list cmd_plan cmd_emit cmd_check cmd_tune shape_arg check_run
+GEN_CLI  := cli cmd_list cmd_plan cmd_emit cmd_check cmd_tune tune_svg shape_arg check_run
 RUNTIME  := messages config registry kernels pools grid ctx launch jit jit_tcc jit_gcc datadir vops op_rms_norm op_embedding op_attn_res op_flce
 
 GEN_OBJS := $(GEN_CORE:%=$(BUILD)/obj/gen/%.o)
@@ -130,12 +130,9 @@ include mk/tests.mk
 # ---- run: the main job ---------------------------------------------------------
 run: deps deps-bench
 	$(MAKE) -j$(NPROC) all bench-build
-	$(UBGEN) list --kernel rms_norm | tail -n 1
-	$(UBGEN) plan rms_norm.fwd --dtype bf16 --shape rows=2048,cols=4096
-	$(UBGEN) plan rms_norm.bwd --dtype bf16 --shape rows=2048,cols=4096 | head -n 8
-	$(UBGEN) plan rms_norm.fwd --dtype f32 --shape rows=2048,cols=32768 | head -n 8
-	$(UBGEN) check all
-	$(BUILD)/bench/bench_rms_norm --out $(BUILD)/bench/rms_norm.json
+	$(UBGEN) list | tail -n 1
+	$(UBGEN) tune all --db $(BUILD)/tuning.json --svg $(BUILD)/tuning.svg
+	$(UBGEN) plan rms_norm.fwd --dtype bf16 --shape rows=2048,cols=4096 --db $(BUILD)/tuning.json | head -n 4
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \

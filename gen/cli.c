@@ -149,6 +149,8 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool
       o->tuned = val;
     } else if (!strcmp(name, "db")) {
       o->db = val;
+    } else if (!strcmp(name, "svg")) {
+      o->svg = val;
     } else if (!strcmp(name, "reps")) {
       char *end;
       long r = strtol(val, &end, 10);

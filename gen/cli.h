@@ -30,6 +30,7 @@ typedef struct {
   const char *tuned;
   const char *db; /* --db FILE: the tuning DB */
   int reps;       /* --reps N (0: the command's default) */
+  const char *svg; /* --svg FILE */
   const char *backend;
   bool self_register;
   bool no_kernels;

@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "shape_arg.h"
 #include "strategy.h"
+#include "tune_svg.h"
 #include "tuned.h"
 #include "tunedb.h"
 
@@ -93,6 +94,7 @@ typedef struct {
   ubg_ctx *ctx;
   ug_tunedb *db;
   json_t *json; /* results, with --json */
+  ug_svg *svg;  /* the chart, with --svg */
   const char *backend;
   int failures;
 } tuner;
@@ -104,6 +106,33 @@ static void shape_text(const ug_pass *p, const int64_t *env, char *text, size_t 
     snprintf(text + l, n - l, "%s%s=%lld", i ? "," : "", p->kernel->shape[i],
              (long long)env[ug_pass_sym(p, p->kernel->shape[i])]);
   }
+}
+
+/* the chart panel of one tuned shape: time against the first axis, a series
+ * per tiled/whole-row and other axes' values */
+static int add_panel(ug_svg *svg, const ug_pass *p, const ug_variant *vs, const candidate *cand, int ncand, int best,
+                     int dflt, int dtype, const char *shape, int rejected) {
+  char title[256];
+  const ug_variant *bv = &vs[cand[best].index];
+  snprintf(title, sizeof title, "%s.%s %s %s: tuned %s", p->kernel->name, p->name, ug_dtype_name(dtype), shape,
+           bv->name);
+  int64_t limit = 0;
+  for (int c = 0; c < ncand && rejected; c++)
+    if (vs[cand[c].index].pt.axis[0] > limit) limit = vs[cand[c].index].pt.axis[0];
+  if (ug_svg_panel_add(svg, title, p->naxes ? p->axes[0].name : "variant", limit) < 0) return -1;
+  for (int c = 0; c < ncand; c++) {
+    if (cand[c].wrong) continue;
+    const ug_variant *v = &vs[cand[c].index];
+    char series[96] = "";
+    if (v->pt.tiled >= 0) snprintf(series, sizeof series, "%s", v->pt.tiled ? "tiled" : "whole row");
+    for (int a = 1; a < p->naxes; a++) {
+      size_t l = strlen(series);
+      snprintf(series + l, sizeof series - l, "%s%s=%lld", l ? ", " : "", p->axes[a].name, (long long)v->pt.axis[a]);
+    }
+    if (ug_svg_point_add(svg, series, p->naxes ? v->pt.axis[0] : c + 1, cand[c].median * 1e6, c == best, c == dflt) < 0)
+      return -1;
+  }
+  return 0;
 }
 
 /* tunes one pass at one dtype and shape; 0 ok, -1 could not run */
@@ -261,6 +290,7 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
     fprintf(out, "  tuned %s: %.1f us (the default strategy finds no variant: %s)\n", bv->name, cand[best].median * 1e6,
            ch.why);
 
+  if (T->svg && add_panel(T->svg, p, vs, cand, ncand, best, dflt, dtype, shape, rejected) < 0) goto out;
   ug_tune_entry e;
   memset(&e, 0, sizeof e);
   snprintf(e.kernel, sizeof e.kernel, "%s", k->name);
@@ -339,7 +369,7 @@ static void db_path(const cli_opts *o, char *path, size_t n) {
 
 int cmd_tune(int argc, char **argv) {
   cli_opts o;
-  if (cli_parse(argc, argv, "tune", "specs ub margin dtype shape backend db reps json", true, &o) < 0) return EXIT_USAGE;
+  if (cli_parse(argc, argv, "tune", "specs ub margin dtype shape backend db reps json svg", true, &o) < 0) return EXIT_USAGE;
   if (!o.target) {
     cli_error("tune: which KERNEL.PASS, or all? (for example: ubgen tune rms_norm.fwd --dtype bf16)");
     return EXIT_USAGE;
@@ -376,7 +406,8 @@ int cmd_tune(int argc, char **argv) {
   }
   ug_tunedb db = {0};
   out = o.json ? stderr : stdout;
-  tuner T = {&o, ctx, &db, o.json ? json_array() : NULL, backend, 0};
+  ug_svg svg = {0};
+  tuner T = {&o, ctx, &db, o.json ? json_array() : NULL, o.svg ? &svg : NULL, backend, 0};
   int rc = EXIT_OK;
   if (!strcmp(o.target, "all")) {
     for (int i = 0; i < set.n && rc == EXIT_OK; i++)
@@ -398,6 +429,15 @@ int cmd_tune(int argc, char **argv) {
       fprintf(out, "\n%d entries merged into %s\n", db.n, path);
     }
   }
+  if (rc == EXIT_OK && T.svg && svg.n) {
+    if (ug_svg_write(&svg, o.svg, err, sizeof err) < 0) {
+      cli_error("tune: --svg %s: %s", o.svg, err);
+      rc = EXIT_FAILED;
+    } else {
+      fprintf(out, "chart: %s\n", o.svg);
+    }
+  }
+  ug_svg_free(&svg);
   if (T.json) {
     char *s = json_dumps(T.json, JSON_INDENT(2));
     if (s) puts(s);

@@ -1238,3 +1238,20 @@ Test(cli, tune_refuses_bad_usage) {
     run_free(&r);
   }
 }
+
+/* --svg: one panel per tuned shape, the UB limit marked where variants were rejected */
+Test(cli, tune_draws_the_svg) {
+  run_result r = ubgen("tune rms_norm.fwd --dtype f32 --shape rows=16,cols=16384 --db %s/db.json --reps 1 --svg %s/t.svg",
+                       scratch, scratch);
+  assert_status(r, 0);
+  run_free(&r);
+  char path[400];
+  snprintf(path, sizeof path, "%s/t.svg", scratch);
+  char *svg = slurp(path);
+  cr_assert_not_null(svg);
+  cr_assert(!strncmp(svg, "<svg ", 5) && strstr(svg, "</svg>\n"), "a whole SVG document");
+  cr_assert(strstr(svg, "rms_norm.fwd f32 rows=16,cols=16384: tuned rms_norm_fwd_f32_d"), "titled by pass and shape");
+  cr_assert(strstr(svg, ">UB limit<") && strstr(svg, ">tuned<") && strstr(svg, ">whole row") && strstr(svg, ">tiled"),
+            "UB limit, tuned point and both series are marked");
+  free(svg);
+}
