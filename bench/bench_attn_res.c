@@ -74,21 +74,15 @@ static void st(void *p, int64_t i, float v) {
 }
 static float rnd(float v) { return DT == UBG_F32 ? v : ubg_rnd_bf16(v); }
 
-/* a failed library call is a broken benchmark: say why, then stop */
-static void must(ubg_ctx *ctx, ubg_status s, const char *what) {
-  if (s == UBG_OK) return;
-  fprintf(stderr, "bench_attn_res: %s failed: %s: %s\n", what, ubg_status_str(s), ubg_ctx_error(ctx));
-  abort();
-}
 
 static void ubgen_fwd(void *a) {
   problem *p = a;
-  must(p->ctx, ubg_attn_res_fwd(p->ctx, DT, p->N, p->T, p->D, p->v, p->wq, p->wn, EPS, p->out, p->alpha, p->rstd),
+  bench_must(p->ctx, ubg_attn_res_fwd(p->ctx, DT, p->N, p->T, p->D, p->v, p->wq, p->wn, EPS, p->out, p->alpha, p->rstd),
        "ubg_attn_res_fwd");
 }
 static void ubgen_bwd(void *a) {
   problem *p = a;
-  must(p->ctx,
+  bench_must(p->ctx,
        ubg_attn_res_bwd(p->ctx, DT, p->N, p->T, p->D, p->dout, p->v, p->wq, p->wn, p->alpha, p->rstd, p->dv, p->dwq,
                         p->dwn),
        "ubg_attn_res_bwd");

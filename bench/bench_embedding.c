@@ -60,20 +60,14 @@ static void st(void *p, int64_t i, float v) {
   else ubg_st_bf16(p, i, v);
 }
 
-/* a failed library call is a broken benchmark: say why, then stop */
-static void must(ubg_ctx *ctx, ubg_status s, const char *what) {
-  if (s == UBG_OK) return;
-  fprintf(stderr, "bench_embedding: %s failed: %s: %s\n", what, ubg_status_str(s), ubg_ctx_error(ctx));
-  abort();
-}
 
 static void ubgen_fwd(void *a) {
   problem *p = a;
-  must(p->ctx, ubg_embedding_fwd(p->ctx, DT, p->V, p->D, p->table, p->n, p->idx, p->out), "ubg_embedding_fwd");
+  bench_must(p->ctx, ubg_embedding_fwd(p->ctx, DT, p->V, p->D, p->table, p->n, p->idx, p->out), "ubg_embedding_fwd");
 }
 static void ubgen_bwd(void *a) {
   problem *p = a;
-  must(p->ctx, ubg_embedding_bwd(p->ctx, DT, p->V, p->D, p->n, p->idx, p->dout, -1, p->out), "ubg_embedding_bwd");
+  bench_must(p->ctx, ubg_embedding_bwd(p->ctx, DT, p->V, p->D, p->n, p->idx, p->dout, -1, p->out), "ubg_embedding_bwd");
 }
 
 /* the naive loops: what one would write first */

@@ -89,12 +89,6 @@ static void st(void *p, int64_t i, float v) {
   else ubg_st_bf16(p, i, v);
 }
 
-/* a failed call is a broken benchmark: say why, then stop */
-static void must(ubg_ctx *ctx, ubg_status s, const char *what) {
-  if (s == UBG_OK) return;
-  fprintf(stderr, "bench_flce: %s failed: %s: %s\n", what, ubg_status_str(s), ubg_ctx_error(ctx));
-  abort();
-}
 static void *alloc_touched(size_t n) {
   void *p = bench_alloc(n);
   if (!p) fprintf(stderr, "bench_flce: out of memory (%zu bytes)\n", n), abort();
@@ -211,7 +205,7 @@ static ubg_status flce_call(problem *p, int prov, bool grad) {
   return ubg_flce(p->ctx[prov], DT, p->bt, H, V, p->x, p->w, p->target, NULL, &o);
 }
 static void ubgen_call(problem *p, int prov, bool grad) {
-  must(p->ctx[prov], flce_call(p, prov, grad), prov == P_UBGEN ? "ubg_flce (generated)" : "ubg_flce (openblas)");
+  bench_must(p->ctx[prov], flce_call(p, prov, grad), prov == P_UBGEN ? "ubg_flce (generated)" : "ubg_flce (openblas)");
   if (grad) snprintf(p->variant[prov], sizeof p->variant[prov], "%s", ubg_ctx_last_variant(p->ctx[prov]));
 }
 
@@ -392,7 +386,7 @@ static ubg_status gemm_gen_try(gemm_problem *g, int which) {
 static void gemm_gen(gemm_problem *g, int which) {
   char what[64];
   snprintf(what, sizeof what, "ubg_launch(flce.%s)", gemm_names[which]);
-  must(g->ctx, gemm_gen_try(g, which), what);
+  bench_must(g->ctx, gemm_gen_try(g, which), what);
 }
 static void gemm_blas(gemm_problem *g, int which) {
   const int64_t m = g->m;
@@ -485,8 +479,8 @@ int main(int argc, char **argv) {
              ubg_ctx_last_variant(p.ctx[q]));
     } else if (st_ == UBG_OK) {
       avail[q] = true;
-      must(p.ctx[q], flce_call(&p, q, false), "ubg_flce (forward)");
-      must(p.ctx[q], flce_call(&p, q, true), "ubg_flce");
+      bench_must(p.ctx[q], flce_call(&p, q, false), "ubg_flce (forward)");
+      bench_must(p.ctx[q], flce_call(&p, q, true), "ubg_flce");
       rc = check(&p, q);
     } else {
       printf("%s: not measured: %s: %s\n", prov_names[q], ubg_status_str(st_), ubg_ctx_error(p.ctx[q]));

@@ -200,3 +200,9 @@ void *bench_alloc(size_t n) {
   void *p = NULL;
   return posix_memalign(&p, 64, n ? n : 64) == 0 ? p : NULL;
 }
+
+void bench_must(ubg_ctx *ctx, ubg_status s, const char *what) {
+  if (s == UBG_OK) return;
+  fprintf(stderr, "%s failed: %s: %s\n", what, ubg_status_str(s), ubg_ctx_error(ctx));
+  abort();
+}

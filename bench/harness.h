@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ubgen.h"
+
 double bench_now(void); /* seconds, monotonic */
 
 /* The percentiles of a set of times (sorted in place). */
@@ -49,6 +51,8 @@ int bench_json_write(bench_json *j, const char *path); /* 0 ok */
 void bench_json_free(bench_json *j);
 
 const char *bench_cpu_name(void);
+/* a failed library call is a broken benchmark: say which and why, then stop */
+void bench_must(ubg_ctx *ctx, ubg_status s, const char *what);
 /* n bytes aligned to 64, as a framework's tensors are (PyTorch aligns its
  * allocations far more); free() releases it. A 16-byte offset, what malloc
  * gives large blocks, costs the AttnRes forward about 8% in split loads. */

@@ -357,16 +357,6 @@ static int tune_pass(tuner *T, const ug_pass *p) {
   return 0;
 }
 
-/* --db, else $UBGEN_TUNING_DB, else the runtime's default path */
-static void db_path(const cli_opts *o, char *path, size_t n) {
-  const char *env = getenv("UBGEN_TUNING_DB"), *cache = getenv("UBGEN_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME");
-  if (o->db) snprintf(path, n, "%s", o->db);
-  else if (env && *env) snprintf(path, n, "%s", env);
-  else if (cache && *cache) snprintf(path, n, "%s/tuning.json", cache);
-  else if (xdg && *xdg) snprintf(path, n, "%s/ubgen/tuning.json", xdg);
-  else snprintf(path, n, "%s/.cache/ubgen/tuning.json", getenv("HOME") ? getenv("HOME") : ".");
-}
-
 int cmd_tune(int argc, char **argv) {
   cli_opts o;
   if (cli_parse(argc, argv, "tune", "specs ub margin dtype shape backend db reps json svg", true, &o) < 0) return EXIT_USAGE;
@@ -419,7 +409,8 @@ int cmd_tune(int argc, char **argv) {
     if (cli_find_pass(&set, o.target, &k, &p) < 0 || tune_pass(&T, p) < 0) rc = EXIT_USAGE;
   }
   char path[4096], err[1024], warn[1024] = "";
-  db_path(&o, path, sizeof path);
+  /* --db, else $UBGEN_TUNING_DB, else where the runtime looks */
+  ug_tunedb_default_path(o.db ? o.db : getenv("UBGEN_TUNING_DB"), getenv("UBGEN_CACHE_DIR"), path, sizeof path);
   if (rc == EXIT_OK && db.n) {
     if (ug_tunedb_merge_save(path, &db, err, sizeof err, warn, sizeof warn) < 0) {
       cli_error("tune: %s", err);

@@ -353,3 +353,13 @@ int ug_tunedb_merge_save(const char *path, const ug_tunedb *db, char *err, size_
   close(lfd);
   return rc;
 }
+
+int ug_tunedb_default_path(const char *db, const char *cache_dir, char *out, size_t n) {
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  if (db && *db) snprintf(out, n, "%s", db);
+  else if (cache_dir && *cache_dir) snprintf(out, n, "%s/tuning.json", cache_dir);
+  else if (xdg && *xdg) snprintf(out, n, "%s/ubgen/tuning.json", xdg);
+  else if (home && *home) snprintf(out, n, "%s/.cache/ubgen/tuning.json", home);
+  else return -1;
+  return 0;
+}

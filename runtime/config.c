@@ -101,12 +101,7 @@ ubg_status rt_config_resolve(ubg_ctx *ctx, const ubg_config *cfg) {
 
 void rt_tunedb_load(ubg_ctx *ctx) {
   char path[4096];
-  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  if (ctx->tuning_db) snprintf(path, sizeof path, "%s", ctx->tuning_db);
-  else if (ctx->cache_dir) snprintf(path, sizeof path, "%s/tuning.json", ctx->cache_dir);
-  else if (xdg && *xdg) snprintf(path, sizeof path, "%s/ubgen/tuning.json", xdg);
-  else if (home && *home) snprintf(path, sizeof path, "%s/.cache/ubgen/tuning.json", home);
-  else return;
+  if (ug_tunedb_default_path(ctx->tuning_db, ctx->cache_dir, path, sizeof path) < 0) return;
   char warn[1024];
   int rc = ug_tunedb_load(path, &ctx->tunedb, warn, sizeof warn);
   if (rc == 1) rt_log("tuning DB %s; the default strategy serves every call", warn);

@@ -88,6 +88,7 @@ static double ld(const void *p, int64_t i, ubg_dtype dt) {
 typedef struct {
   ubg_ctx *ctx;
   ubg_dtype dt;
+  size_t es; /* bytes per element of x, weight, dx */
   int64_t bt, hidden, vocab, chunk;
   const void *x, *weight, *bias, *ce_weight;
   const int64_t *target;
@@ -106,8 +107,7 @@ static void note_variant(plan *p, int pass) {
 }
 
 static ubg_status run_logits(plan *p, int64_t off, int64_t rows) {
-  size_t es = p->dt == UBG_F32 ? 4 : 2;
-  const char *x = (const char *)p->x + (size_t)(off * p->hidden) * es;
+  const char *x = (const char *)p->x + (size_t)(off * p->hidden) * p->es;
 #ifdef UBG_HAVE_OPENBLAS
   if (p->blas) {
     if (rows == 0) return UBG_OK;
@@ -160,8 +160,7 @@ static ubg_status run_ce(plan *p, int64_t off, int64_t rows) {
 }
 
 static ubg_status run_dx(plan *p, int64_t off, int64_t rows) {
-  size_t es = p->dt == UBG_F32 ? 4 : 2;
-  char *dx = (char *)p->out->dx + (size_t)(off * p->hidden) * es;
+  char *dx = (char *)p->out->dx + (size_t)(off * p->hidden) * p->es;
 #ifdef UBG_HAVE_OPENBLAS
   if (p->blas) {
     if (rows == 0) return UBG_OK;
@@ -182,8 +181,7 @@ static ubg_status run_dx(plan *p, int64_t off, int64_t rows) {
 }
 
 static ubg_status run_dw(plan *p, int64_t off, int64_t rows) {
-  size_t es = p->dt == UBG_F32 ? 4 : 2;
-  const char *x = (const char *)p->x + (size_t)(off * p->hidden) * es;
+  const char *x = (const char *)p->x + (size_t)(off * p->hidden) * p->es;
 #ifdef UBG_HAVE_OPENBLAS
   if (p->blas) {
     if (rows == 0) return UBG_OK;
@@ -254,7 +252,7 @@ static ubg_status validate(plan *p, const ubg_flce_opts *opts, int64_t *loss_n) 
   p->bias = o->bias;
   p->ce_weight = o->ce_weight;
 
-  int64_t es = p->dt == UBG_F32 ? 4 : 2, b_x, b_w, b_t, b_v, b_loss, b_logits;
+  int64_t es = (int64_t)p->es, b_x, b_w, b_t, b_v, b_loss, b_logits;
   ubg_status s;
   *loss_n = o->reduction == UBG_REDUCE_NONE ? p->bt : 1;
   if ((s = check_size(ctx, "x", p->bt, p->hidden, es, &b_x)) || (s = check_size(ctx, "weight", p->vocab, p->hidden, es, &b_w)) ||
@@ -337,6 +335,7 @@ ubg_status ubg_flce(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, i
   memset(&p, 0, sizeof p);
   p.ctx = ctx;
   p.dt = dtype;
+  p.es = dtype == UBG_F32 ? 4 : 2;
   p.bt = bt;
   p.hidden = hidden;
   p.vocab = vocab;
