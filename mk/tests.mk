@@ -22,9 +22,12 @@ $(BUILD)/gen/test/MANIFEST: $(BOOT) $(TEST_SPECS) $(TEMPLATES)
 $(TKLIST): $(BUILD)/gen/test/MANIFEST
 	$(MAKE) -f mk/kernels.mk SRC=$(BUILD)/gen/test OBJ=$(BUILD)/kobj/test CC='$(CC)' KFLAGS='$(KFLAGS)'
 
+# flags one test alone needs: TEST_FLAGS_<name> (after CFLAGS, so they win)
+TEST_FLAGS_test_half_v16 := -march=$(MARCH) -ffp-contract=off
+
 $(BUILD)/tests/%: tests/%.c $(REF_OBJS) $(TKLIST) $(LIB_A) $(HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) $(CFLAGS) $< $(REF_OBJS) $$(cat $(TKLIST)) $(LIB_A) -lcriterion $(LDLIBS) -o $@
+	$(CC) $(TEST_CFLAGS) $(CFLAGS) $(TEST_FLAGS_$*) $< $(REF_OBJS) $$(cat $(TKLIST)) $(LIB_A) -lcriterion $(LDLIBS) -o $@
 
 # A library built with UBGEN_AOT=0 (no built-in kernels) must serve every
 # op through the JIT: built beside the main one, checked by its own test.

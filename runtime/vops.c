@@ -10,7 +10,7 @@
  *
  * Each gives exactly the bits of the scalar loop it stands for: the same
  * float operations in the same order per element, the prelude's conversions
- * (with its AVX512-BF16 path, which has the scalar bits), and the prelude's
+ * (with their AVX-512 paths, which have the scalar bits), and the prelude's
  * lanes for the one reduction. test_jit checks every variant bit for bit. */
 #include "../templates/prelude.h"
 #include "vops.h"
@@ -23,8 +23,13 @@ void ubg_vop_load(float *dst, const void *src, ubg_i64 i0, ubg_i64 n, int dtype)
   ubg_i64 k;
   if (dtype == DT_F32)
     for (k = 0; k < n; k++) dst[k] = ubg_ld_f32(src, i0 + k);
-  else if (dtype == DT_F16)
-    for (k = 0; k < n; k++) dst[k] = ubg_ld_f16(src, i0 + k);
+  else if (dtype == DT_F16) {
+    k = 0;
+#ifdef UBG_V16
+    for (; k + 16 <= n; k += 16) ubg_v_st(dst + k, ubg_v_ld_f16(src, i0 + k));
+#endif
+    for (; k < n; k++) dst[k] = ubg_ld_f16(src, i0 + k);
+  }
   else
     for (k = 0; k < n; k++) dst[k] = ubg_ld_bf16(src, i0 + k);
 }
@@ -34,6 +39,9 @@ void ubg_vop_store(void *dst, ubg_i64 i0, const float *src, ubg_i64 n, int dtype
   if (dtype == DT_F32) {
     ubg_copy((float *)dst + i0, src, n * 4, stream); /* no conversion: the (streaming) copy */
   } else if (dtype == DT_F16) {
+#ifdef UBG_V16
+    k = ubg_v_store_f16_row(dst, i0, src, n, stream);
+#endif
     for (; k < n; k++) ubg_st_f16(dst, i0 + k, src[k]);
   } else {
 #ifdef UBG_V16
@@ -49,6 +57,12 @@ void ubg_vop_rnd(float *dst, const float *src, ubg_i64 n, int dtype) {
   if (dtype == DT_F32) {
     for (; k < n; k++) dst[k] = src[k];
   } else if (dtype == DT_F16) {
+#ifdef UBG_V16
+    for (; k + 16 <= n; k += 16) {
+      unsigned sub = 0;
+      ubg_v_st(dst + k, ubg_v_rnd_f16(ubg_v_ld(src + k), &sub));
+    }
+#endif
     for (; k < n; k++) dst[k] = ubg_rnd_f16(src[k]);
   } else {
 #ifdef UBG_V16

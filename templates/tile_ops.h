@@ -57,11 +57,11 @@ UBG_INLINE void store_f32(void *dst, ubg_i64 base, const float *UBG_RESTRICT src
     return;
   }
 {{/is_f32}}
-{{#is_bf16}}
+{{^is_f32}}
 #ifdef UBG_V16
-  d = ubg_v_store_bf16_row(dst, base, src, n, stream); /* up to a chunk with an f32 subnormal */
+  d = ubg_v_store_{{dtype}}_row(dst, base, src, n, stream); /* up to a chunk with an f32 subnormal (bf16) */
 #endif
-{{/is_bf16}}
+{{/is_f32}}
   (void)stream;
   for (; d < n; d++) ST(dst, base + d, src[d]);
 #endif
@@ -83,19 +83,19 @@ UBG_INLINE void load_f32_pf(float *UBG_RESTRICT dst, const void *src, ubg_i64 ba
 /* dst[i, i + 16) = rnd(x): one chunk of a row computed in registers */
 UBG_INLINE void store16(void *dst, ubg_i64 i, ubg_f32x16 x, int stream) {
   int l;
-{{#is_bf16}}
+{{^is_f32}}
 #ifdef UBG_V16
   {
     unsigned sub = 0;
-    const ubg_i16x16 h = ubg_v_to_bf16(x, &sub);
+    const ubg_i16x16 h = ubg_v_to_{{dtype}}(x, &sub);
     if (__builtin_expect(sub == 0, 1)) {
-      if (stream) ubg_v_stream_bf16(dst, i, h);
-      else ubg_v_st_bf16(dst, i, h);
+      if (stream) ubg_v_stream_{{dtype}}(dst, i, h);
+      else ubg_v_st_{{dtype}}(dst, i, h);
       return;
     }
   }
 #endif
-{{/is_bf16}}
+{{/is_f32}}
   (void)stream;
   for (l = 0; l < 16; l++) ST(dst, i + l, x[l]);
 }
@@ -112,11 +112,9 @@ UBG_INLINE ubg_f32x16 rnd16(ubg_f32x16 p, unsigned *sub) {
 {{/is_f32}}
 {{^is_f32}}
   int l;
-{{#is_bf16}}
 #ifdef UBG_V16
-  return ubg_v_rnd_bf16(p, sub);
+  return ubg_v_rnd_{{dtype}}(p, sub);
 #endif
-{{/is_bf16}}
   (void)sub;
   for (l = 0; l < 16; l++) p[l] = RND(p[l]);
   return p;
@@ -132,11 +130,9 @@ UBG_INLINE ubg_f32x16 ld16(const void *src, ubg_i64 i) {
   return ubg_v_ld((const float *)src + i);
 {{/is_f32}}
 {{^is_f32}}
-{{#is_bf16}}
 #ifdef UBG_V16
-  return ubg_v_ld_bf16(src, i);
+  return ubg_v_ld_{{dtype}}(src, i);
 #endif
-{{/is_bf16}}
   ubg_f32x16 x;
   int l;
   for (l = 0; l < 16; l++) x[l] = LD(src, i + l);

@@ -121,6 +121,7 @@ Test(half_decode, every_f16_pattern_matches_reference) {
       nans++;
       if (!isnan(f)) fail_at(&t, "0x%04x (NaN) -> %a is not NaN", h, (double)f);
       else if (!!signbit(f) != neg) fail_at(&t, "0x%04x (NaN) -> NaN lost the sign", h);
+      else if (!(bits_of(f) & 0x00400000u)) fail_at(&t, "0x%04x (NaN) -> 0x%08x is not quiet", h, bits_of(f));
       continue;
     }
     if (isinf(want)) infs++;
