@@ -7,6 +7,9 @@
 #   make UB=256KiB       the UB budget the built-in kernels are emitted for
 #   make UBGEN_AOT=0     a library without built-in kernels: every variant through the JIT
 #   make BLAS=openblas   ubg_flce may also run its GEMMs with OpenBLAS (UBGEN_FLCE_GEMM=openblas)
+#   make BUILD=build-lean TUNED=build/tuning.json
+#                        a lean library: only the tuned variants and the default choices built in
+#                        (ubgen emit --tuned); any other variant a call needs goes through the JIT
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -15,7 +18,9 @@ MARCH   ?= native
 UB      ?= 196608
 UBGEN_AOT ?= 1
 BLAS    ?=
-EMIT_KERNELS := $(if $(filter 0,$(UBGEN_AOT)),--no-kernels,)
+TUNED   ?=
+EMIT_KERNELS := $(if $(filter 0,$(UBGEN_AOT)),--no-kernels,) $(if $(TUNED),--tuned $(TUNED))
+AOT_FLAG := $(BUILD)/aot-$(UBGEN_AOT)$(if $(TUNED),-tuned).flag
 CC      ?= gcc
 NPROC   ?= $(shell nproc 2>/dev/null || echo 2)
 
@@ -34,7 +39,7 @@ $(error BLAS=$(BLAS): the only optional BLAS is openblas)
 endif
 
 GEN_CORE := diag strbuf json_loc expr spec_load variant ubplan render source emit fsutil specset bind strategy tunedb tuned
-GEN_CLI  := cli cmd_list cmd_plan cmd_emit cmd_check cmd_tune tune_svg shape_arg check_run
+GEN_CLI  := cli cmd_list cmd_plan cmd_emit emit_tuned cmd_check cmd_tune cmd_tune_merge tune_timing tune_flce tune_svg shape_arg check_run
 RUNTIME  := messages config registry kernels pools grid ctx launch jit jit_tcc jit_gcc datadir vops op_rms_norm op_embedding op_attn_res op_flce
 
 GEN_OBJS := $(GEN_CORE:%=$(BUILD)/obj/gen/%.o)
@@ -95,16 +100,16 @@ $(BUILD)/obj/boot/ubgen.o: gen/ubgen.c $(HEADERS)
 
 # the generator alone, to emit the kernels the library is built from
 $(BOOT): $(GEN_OBJS) $(BUILD)/obj/gen/cli.o $(BUILD)/obj/gen/cmd_list.o $(BUILD)/obj/gen/cmd_plan.o \
-         $(BUILD)/obj/gen/cmd_emit.o $(BUILD)/obj/gen/shape_arg.o $(BUILD)/obj/boot/ubgen.o
+         $(BUILD)/obj/gen/cmd_emit.o $(BUILD)/obj/gen/emit_tuned.o $(BUILD)/obj/gen/shape_arg.o $(BUILD)/obj/boot/ubgen.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fopenmp $^ $(LDLIBS) -o $@
 
 # emitted sources -> objects, by a sub-make that sees the emitted file list
-$(BUILD)/gen/main/MANIFEST: $(BOOT) $(SPECS) $(TEMPLATES) $(BUILD)/aot-$(UBGEN_AOT).flag
+$(BUILD)/gen/main/MANIFEST: $(BOOT) $(SPECS) $(TEMPLATES) $(AOT_FLAG) $(TUNED)
 	$(BOOT) emit --out $(BUILD)/gen/main --ub $(UB) $(EMIT_KERNELS)
 	@touch $@
-# switching UBGEN_AOT re-emits
-$(BUILD)/aot-$(UBGEN_AOT).flag:
+# switching UBGEN_AOT or TUNED re-emits
+$(AOT_FLAG):
 	@mkdir -p $(@D)
 	@rm -f $(BUILD)/aot-*.flag
 	@touch $@

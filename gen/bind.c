@@ -34,3 +34,11 @@ void ug_explain_rule(const ug_pass *p, const ug_rule *r, const int64_t *env, cha
   for (size_t i = 0; i < ns && len < n; i++)
     len += (size_t)snprintf(out + len, n - len, " %s=%lld", p->syms[slots[i]].name, (long long)env[slots[i]]);
 }
+
+void ug_case_env(const ug_pass *p, const ug_case *cs, int64_t *env) {
+  for (int i = 0; i < p->nargs; i++) {
+    const ug_arg *a = &p->args[i];
+    if (a->kind == UG_ARG_INT) env[p->sym_of_arg[i]] = cs->set[i] ? cs->ints[i] : (int64_t)a->dflt;
+    else if (a->kind == UG_ARG_TENSOR) env[p->sym_of_arg[i]] = !cs->omit[i];
+  }
+}

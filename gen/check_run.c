@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bind.h"
+
 static uint64_t next(uint64_t *s) {
   /* splitmix64: tiny, and good enough for test data */
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -30,14 +32,6 @@ static int ref_dtype_of(ug_elem e, int dtype) {
   }
 }
 
-void ck_case_env(const ug_pass *p, const ug_case *cs, int64_t *env) {
-  for (int i = 0; i < p->nargs; i++) {
-    const ug_arg *a = &p->args[i];
-    if (a->kind == UG_ARG_INT) env[p->sym_of_arg[i]] = cs->set[i] ? cs->ints[i] : (int64_t)a->dflt;
-    else if (a->kind == UG_ARG_TENSOR) env[p->sym_of_arg[i]] = !cs->omit[i];
-  }
-}
-
 void ck_call_free(ck_call *c) {
   for (int i = 0; i < UG_MAX_ARGS; i++) {
     free(c->bufs[i]);
@@ -58,7 +52,7 @@ int ck_call_make(ck_call *c, const ug_pass *p, int dtype, const ug_case *cs, uin
     return -1;
   }
   int64_t *env = c->env;
-  ck_case_env(p, cs, env);
+  ug_case_env(p, cs, env);
   for (int i = 0; i < p->nargs; i++) {
     const ug_arg *a = &p->args[i];
     c->args[i].name = a->name;

@@ -10,9 +10,6 @@
 #include "../tests/ref/ref.h"
 #include "spec.h"
 
-/* Values of a case's int args and has_* flags in env (nsyms slots). */
-void ck_case_env(const ug_pass *p, const ug_case *cs, int64_t *env);
-
 /* One call's arguments with seeded inputs (as `ubgen check` fills them),
  * kept so the call can be repeated (timing) and its outputs reset. */
 typedef struct {

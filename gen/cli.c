@@ -161,6 +161,16 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool
       o->reps = (int)r;
     } else if (!strcmp(name, "backend")) {
       o->backend = val;
+    } else if (!strcmp(name, "shard")) {
+      char *slash, *end;
+      long i1 = strtol(val, &slash, 10), n = *slash == '/' ? strtol(slash + 1, &end, 10) : 0;
+      if (slash == val || *slash != '/' || end == slash + 1 || *end || n < 1 || n > 10000 || i1 < 1 || i1 > n) {
+        cli_error("%s: --shard \"%s\" must be i/n with 1 <= i <= n (for example 2/4: the second of four parts)", cmd,
+                  val);
+        return -1;
+      }
+      o->shard_i = (int)i1;
+      o->shard_n = (int)n;
     } else {
       cli_error("%s: --%s is not handled", cmd, name);
       return -1;

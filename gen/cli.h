@@ -32,6 +32,7 @@ typedef struct {
   int reps;       /* --reps N (0: the command's default) */
   const char *svg; /* --svg FILE */
   const char *backend;
+  int shard_i, shard_n; /* --shard i/n: this run does part i (1-based) of n; 0 without */
   bool self_register;
   bool no_kernels;
   const char *target; /* KERNEL.PASS or all */
@@ -59,5 +60,6 @@ int cmd_plan(int argc, char **argv);
 int cmd_emit(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_tune_merge(int argc, char **argv); /* ubgen tune merge */
 
 #endif

@@ -50,7 +50,7 @@ static int check_pass(ubg_ctx *ctx, const cli_opts *o, const ug_pass *p, int *nr
         continue;
       }
       for (int c = 0; c < p->ncases; c++) {
-        ck_case_env(p, &p->cases[c], env);
+        ug_case_env(p, &p->cases[c], env);
         int failed;
         int b = ug_bind(p, &v->pt, env, &failed, &d);
         if (b != 0) continue; /* the variant does not apply to this case's shape */

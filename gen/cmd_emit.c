@@ -1,11 +1,15 @@
 /* ubgen emit --out DIR: the C sources of every variant that fits the
- * budget, a registry and a header, for gcc at build time. */
+ * budget, a registry and a header, for gcc at build time. With --tuned DB,
+ * only the tuned variants and the default strategy's choices (emit_tuned.h):
+ * a lean build for a known deployment. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "emit.h"
+#include "emit_tuned.h"
 
 int cmd_emit(int argc, char **argv) {
   cli_opts o;
@@ -16,13 +20,28 @@ int cmd_emit(int argc, char **argv) {
     cli_error("emit: --out DIR is required");
     return EXIT_USAGE;
   }
-  if (o.tuned) {
-    cli_error("emit: --tuned %s: emitting from a tuning DB needs `ubgen tune`, which this build does not have yet", o.tuned);
-    return EXIT_USAGE;
+  ug_tunedb db = {0};
+  ug_tuned_stats ts = {0, 0, 0};
+  if (o.tuned) { /* named on purpose: missing or unusable is an error, not a warning */
+    struct stat sb;
+    char warn[1024];
+    if (lstat(o.tuned, &sb) < 0) {
+      cli_error("emit: --tuned %s: no such file (write one with `ubgen tune ... --db %s`)", o.tuned, o.tuned);
+      return EXIT_USAGE;
+    }
+    int lr = ug_tunedb_load(o.tuned, &db, warn, sizeof warn);
+    if (lr != 0) {
+      cli_error("emit: --tuned %s: unusable, nothing written", lr < 0 ? "out of memory" : warn);
+      return EXIT_USAGE;
+    }
   }
   ug_specset set;
-  if (cli_load_specs(&o, &set) < 0) return EXIT_USAGE;
-  int rc = EXIT_USAGE;
+  if (cli_load_specs(&o, &set) < 0) {
+    ug_tunedb_free(&db);
+    return EXIT_USAGE;
+  }
+  int rc = EXIT_USAGE, considered = 0;
+  bool *keep = NULL;
   ug_variant *all = NULL;
   int nall = 0, cap = 0;
   ug_kernel **kernels = calloc((size_t)set.n + 1, sizeof *kernels);
@@ -43,9 +62,29 @@ int cmd_emit(int argc, char **argv) {
         cli_diag(&d);
         goto out;
       }
+      if (o.tuned) {
+        free(keep);
+        if (!(keep = calloc((size_t)nv + 1, sizeof *keep))) {
+          free(vs);
+          cli_error("emit: out of memory");
+          goto out;
+        }
+        for (int dt = 0; dt < UG_NDTYPES; dt++) {
+          int first = -1, n = 0; /* the dtype's variants are contiguous in vs */
+          for (int i = 0; i < nv; i++)
+            if (vs[i].pt.dtype == dt) first = first < 0 ? i : first, n++;
+          if (n && ug_tuned_keep(&k->passes[pi], dt, vs + first, n, &db, &o.budget, keep + first, &ts, &d) < 0) {
+            free(vs);
+            cli_diag(&d);
+            goto out;
+          }
+        }
+      }
       for (int i = 0; i < nv; i++) {
         if (o.dtype_set && !o.dtypes[vs[i].pt.dtype]) continue;
         if (!ug_fits(&vs[i], &o.budget)) continue;
+        considered++;
+        if (keep && !keep[i]) continue;
         if (nall == cap) {
           cap = cap ? cap * 2 : 256;
           ug_variant *na = realloc(all, (size_t)cap * sizeof *na);
@@ -71,8 +110,17 @@ int cmd_emit(int argc, char **argv) {
   }
   fprintf(stderr, "ubgen emit: %d variants of %d kernels into %s (%d files written, %d unchanged, %d removed)\n", nall,
           nk, o.out, st.written, st.unchanged, st.removed);
+  if (o.tuned) {
+    fprintf(stderr, "ubgen emit: --tuned %s: %d tuned entries and the default choices kept %d of the %d variants that fit",
+            o.tuned, ts.tuned, nall, considered);
+    if (ts.other_ub) fprintf(stderr, "; %d entries tuned at another UB budget not used", ts.other_ub);
+    if (ts.unknown) fprintf(stderr, "; %d entries naming variants the specs do not have not used", ts.unknown);
+    fprintf(stderr, "\n");
+  }
   rc = EXIT_OK;
 out:
+  free(keep);
+  ug_tunedb_free(&db);
   free(all);
   free(kernels);
   ug_specset_free(&set);

@@ -74,7 +74,7 @@ int cmd_plan(int argc, char **argv) {
     char warn[1024];
     int lr = ug_tunedb_load(db_path, &db, warn, sizeof warn);
     if (lr == 1) {
-      fprintf(stderr, "ubgen: warning: tuning DB %s\n", warn);
+      fprintf(stderr, "ubgen: warning: tuning DB %s: ignored\n", warn);
       snprintf(tuned_why, sizeof tuned_why, "the tuning DB is unusable (warning above)");
     } else if (lr == 0) {
       int ti = -1;

@@ -1,11 +1,10 @@
 /* ubgen tune KERNEL.PASS|all: for each shape (--shape, else the spec's
  * "tune" cases) and dtype, every variant that fits the UB budget and
  * applies is verified against the reference on the tuning inputs (a wrong
- * one is reported and never chosen), then timed: warm-up, repeated
- * interleaved rounds (each round visits the candidates in a rotated order,
- * so drift favours none), each measurement repeating the call for at least
- * MIN_SECONDS; the median per variant decides. The fastest goes to the
- * tuning DB with the default strategy's choice and time beside it. */
+ * one is reported and never chosen), then timed (tune_timing.h: rotated
+ * interleaved rounds, the median decides). The fastest goes to the tuning
+ * DB with the default strategy's choice and time beside it. flce.chunk,
+ * ubg_flce's rows per chunk, is tuned by tune_flce.c. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,46 +17,23 @@
 #include "cli.h"
 #include "shape_arg.h"
 #include "strategy.h"
+#include "tune_flce.h"
 #include "tune_svg.h"
+#include "tune_timing.h"
 #include "tuned.h"
 #include "tunedb.h"
 
-enum { DEFAULT_REPS = 5, PRUNE = 3 };
-static const double MIN_SECONDS = 0.004;
+enum { DEFAULT_REPS = 5, FLCE_REPS = 3 /* a call takes 0.1 s and more */ };
 static FILE *out; /* the table: stdout, or stderr when stdout carries --json */
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 typedef struct {
   int index;      /* into the enumerated variants */
-  double *times;  /* per round, seconds per call */
   double median;
   bool wrong;
-  bool pruned; /* timed once: over PRUNE x the fastest */
+  bool pruned; /* timed once: over 3x the fastest */
   bool failed, ref_ok, same_bits; /* verification: the call failed; within tolerance; the default's bits */
   char msg[400];
 } candidate;
-
-/* one measurement: the call repeated for at least MIN_SECONDS; seconds per call */
-static double measure(ubg_ctx *ctx, ck_call *c) {
-  int n = 0;
-  double t0 = now(), t;
-  do {
-    ck_call_run(ctx, c);
-    n++;
-    t = now() - t0;
-  } while (t < MIN_SECONDS);
-  return t / n;
-}
 
 /* the outputs (and inout tensors) of the call as they are now */
 static int save_outputs(const ck_call *c, void **saved) {
@@ -97,6 +73,7 @@ typedef struct {
   ug_svg *svg;  /* the chart, with --svg */
   const char *backend;
   int failures;
+  int units, taken; /* units of the sweep seen, and run by this shard */
 } tuner;
 
 static void shape_text(const ug_pass *p, const int64_t *env, char *text, size_t n) {
@@ -135,6 +112,33 @@ static int add_panel(ug_svg *svg, const ug_pass *p, const ug_variant *vs, const 
   return 0;
 }
 
+/* what the timing callbacks need: the call, and which variant is forced now */
+typedef struct {
+  ubg_ctx *ctx;
+  ck_call *call;
+  const ug_pass *p;
+  const ug_variant *vs;
+  const candidate *cand;
+  int forced; /* the candidate whose variant is set, -1 none */
+  int good, reps;
+  const char *dtype;
+} timing_ctx;
+
+static void run_candidate(void *ud, int c) {
+  timing_ctx *t = ud;
+  if (t->forced != c) { /* once per measurement, not per call */
+    ubg_set_variant(t->ctx, t->p->kernel->name, t->p->name, t->vs[t->cand[c].index].name);
+    t->forced = c;
+  }
+  ck_call_run(t->ctx, t->call);
+}
+
+static void show_round(void *ud, int r) {
+  const timing_ctx *t = ud;
+  cli_progress("tune %s.%s %s: round %d/%d, %d candidates", t->p->kernel->name, t->p->name, t->dtype, r + 1, t->reps,
+               t->good);
+}
+
 /* tunes one pass at one dtype and shape; 0 ok, -1 could not run */
 static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
   const ug_kernel *k = p->kernel;
@@ -148,7 +152,7 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
   char msg[1200], shape[256];
   int64_t *env = calloc((size_t)p->nsyms + 1, sizeof *env);
   if (!env || ug_enumerate(p, dtype, &vs, &nv, &d) < 0) goto out;
-  ck_case_env(p, cs, env);
+  ug_case_env(p, cs, env);
   shape_text(p, env, shape, sizeof shape);
   int64_t usable = ug_budget_usable(&T->o->budget, k);
   cand = calloc((size_t)nv + 1, sizeof *cand);
@@ -229,38 +233,20 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
       continue;
     }
     good++;
-    if (!(cand[c].times = calloc((size_t)reps, sizeof(double)))) goto out;
   }
-  /* rounds: every good candidate once per round, starting one later each
-   * time; after the first, a candidate over PRUNE x the fastest stops (its
-   * first time stands for all rounds: it cannot win) */
-  for (int r = 0; r < reps; r++) {
-    if (r == 1) {
-      double fastest = INFINITY;
-      for (int c = 0; c < ncand; c++)
-        if (!cand[c].wrong && cand[c].times[0] < fastest) fastest = cand[c].times[0];
-      for (int c = 0; c < ncand; c++)
-        if (!cand[c].wrong && cand[c].times[0] > PRUNE * fastest) {
-          cand[c].pruned = true;
-          for (int q = 1; q < reps; q++) cand[c].times[q] = cand[c].times[0];
-        }
-    }
-    for (int j = 0; j < ncand; j++) {
-      candidate *cd = &cand[(j + r) % ncand];
-      if (cd->wrong || (r > 0 && cd->pruned)) continue;
-      cli_progress("tune %s.%s %s: round %d/%d, %d candidates", k->name, p->name, ug_dtype_name(dtype), r + 1, reps,
-                   good);
-      ubg_set_variant(T->ctx, k->name, p->name, vs[cd->index].name);
-      cd->times[r] = measure(T->ctx, &call);
-    }
-  }
+  ug_timed *timed = calloc((size_t)ncand + 1, sizeof *timed);
+  if (!timed) goto out;
+  for (int c = 0; c < ncand; c++) timed[c].wrong = cand[c].wrong;
+  timing_ctx tc = {T->ctx, &call, p, vs, cand, -1, good, reps, ug_dtype_name(dtype)};
+  int trc = ug_time_candidates(timed, ncand, reps, run_candidate, show_round, &tc);
   cli_progress_done();
   ubg_set_variant(T->ctx, k->name, p->name, NULL);
+  for (int c = 0; c < ncand; c++) cand[c].median = timed[c].median, cand[c].pruned = timed[c].pruned;
+  free(timed);
+  if (trc < 0) goto out;
   int best = -1, dcand = -1;
   for (int c = 0; c < ncand; c++) {
     if (cand[c].wrong) continue;
-    qsort(cand[c].times, (size_t)reps, sizeof(double), cmp_double);
-    cand[c].median = reps % 2 ? cand[c].times[reps / 2] : 0.5 * (cand[c].times[reps / 2 - 1] + cand[c].times[reps / 2]);
     if (best < 0 || cand[c].median < cand[best].median) best = c;
     if (cand[c].index == ch.chosen) dcand = c;
   }
@@ -328,38 +314,76 @@ out:
   if (rc < 0 && !have_call) cli_error("tune: %s.%s: could not enumerate or bind the variants", k->name, p->name);
   if (have_call) ck_call_free(&call);
   for (int i = 0; i < UG_MAX_ARGS; i++) free(saved[i]);
-  for (int c = 0; cand && c < ncand; c++) free(cand[c].times);
   free(cand);
   free(vs);
   free(env);
   return rc;
 }
 
+/* --shard i/n: the sweep's units (pass, dtype, shape, in sweep order) are
+ * dealt round-robin; this run takes unit u when u % n == i - 1 */
+static bool take_unit(tuner *T) {
+  int u = T->units++;
+  bool mine = !T->o->shard_n || u % T->o->shard_n == T->o->shard_i - 1;
+  T->taken += mine;
+  return mine;
+}
+
+/* flce.chunk: ubg_flce's rows per chunk (tune_flce.h), at --shape's shapes
+ * (bt, hidden, vocab: flce's shape) or the default ones */
+static int tune_flce(tuner *T, const ug_kernel *flce) {
+  ug_tune_sink sink = {T->o, out, T->db, T->json, T->svg, &T->failures};
+  ug_flce_shape *shapes = NULL;
+  int nshapes = 0, rc = 0;
+  if (T->o->shape) {
+    const ug_pass *p = &flce->passes[0]; /* every pass has the kernel's shape args */
+    int64_t *envs;
+    if (ug_shape_envs(p, T->o->shape, &envs, &nshapes) < 0) return -1;
+    shapes = calloc((size_t)nshapes + 1, sizeof *shapes);
+    for (int i = 0; shapes && i < nshapes; i++) {
+      const int64_t *env = envs + (size_t)i * (size_t)(p->nsyms + 1);
+      shapes[i] = (ug_flce_shape){env[ug_pass_sym(p, "bt")], env[ug_pass_sym(p, "hidden")], env[ug_pass_sym(p, "vocab")]};
+    }
+    free(envs);
+    if (!shapes) return -1;
+  }
+  const int reps = T->o->reps ? T->o->reps : FLCE_REPS;
+  for (int dt = 0; dt < UG_NDTYPES && !rc; dt++) {
+    if (T->o->dtype_set ? !T->o->dtypes[dt] : dt == 1) continue; /* f16 on request: FLCE trains in bf16 or f32 */
+    for (int i = 0; i < (shapes ? nshapes : ug_flce_ntune_shapes) && !rc; i++)
+      if (take_unit(T)) rc = ug_tune_flce_chunk(&sink, dt, shapes ? shapes[i] : ug_flce_tune_shapes[i], reps);
+  }
+  free(shapes);
+  return rc;
+}
+
 static int tune_pass(tuner *T, const ug_pass *p) {
-  for (int dt = 0; dt < UG_NDTYPES; dt++) {
+  int64_t *envs = NULL;
+  int nshapes = 0;
+  if (T->o->shape && ug_shape_envs(p, T->o->shape, &envs, &nshapes) < 0) return -1;
+  int rc = 0;
+  for (int dt = 0; dt < UG_NDTYPES && !rc; dt++) {
     if (!p->dtypes[dt] || (T->o->dtype_set && !T->o->dtypes[dt])) continue;
     if (T->o->shape) {
-      int64_t *env = calloc((size_t)p->nsyms + 1, sizeof *env);
-      ug_case cs;
-      if (!env || ug_shape_env(p, T->o->shape, env) < 0) {
-        free(env);
-        return -1;
+      for (int i = 0; i < nshapes && !rc; i++) {
+        ug_case cs;
+        case_from_env(p, envs + (size_t)i * (size_t)(p->nsyms + 1), &cs);
+        if (take_unit(T)) rc = tune_one(T, p, dt, &cs);
       }
-      case_from_env(p, env, &cs);
-      free(env);
-      if (tune_one(T, p, dt, &cs) < 0) return -1;
     } else {
       if (!p->ntune_cases) fprintf(out, "\n%s.%s: no \"tune\" cases in the spec and no --shape; skipped\n", p->kernel->name, p->name);
-      for (int c = 0; c < p->ntune_cases; c++)
-        if (tune_one(T, p, dt, &p->tune_cases[c]) < 0) return -1;
+      for (int c = 0; c < p->ntune_cases && !rc; c++)
+        if (take_unit(T)) rc = tune_one(T, p, dt, &p->tune_cases[c]);
     }
   }
-  return 0;
+  free(envs);
+  return rc;
 }
 
 int cmd_tune(int argc, char **argv) {
+  if (argc > 0 && !strcmp(argv[0], "merge")) return cmd_tune_merge(argc - 1, argv + 1);
   cli_opts o;
-  if (cli_parse(argc, argv, "tune", "specs ub margin dtype shape backend db reps json svg", true, &o) < 0) return EXIT_USAGE;
+  if (cli_parse(argc, argv, "tune", "specs ub margin dtype shape backend db reps json svg shard", true, &o) < 0) return EXIT_USAGE;
   if (!o.target) {
     cli_error("tune: which KERNEL.PASS, or all? (for example: ubgen tune rms_norm.fwd --dtype bf16)");
     return EXIT_USAGE;
@@ -395,19 +419,31 @@ int cmd_tune(int argc, char **argv) {
     return EXIT_USAGE;
   }
   ug_tunedb db = {0};
+  ug_tune_cpu_name(db.cpu, sizeof db.cpu);
   out = o.json ? stderr : stdout;
   ug_svg svg = {0};
-  tuner T = {&o, ctx, &db, o.json ? json_array() : NULL, o.svg ? &svg : NULL, backend, 0};
+  tuner T = {&o, ctx, &db, o.json ? json_array() : NULL, o.svg ? &svg : NULL, backend, 0, 0, 0};
   int rc = EXIT_OK;
   if (!strcmp(o.target, "all")) {
-    for (int i = 0; i < set.n && rc == EXIT_OK; i++)
+    for (int i = 0; i < set.n && rc == EXIT_OK; i++) {
       for (int j = 0; j < set.k[i]->npasses && rc == EXIT_OK; j++)
         if (tune_pass(&T, &set.k[i]->passes[j]) < 0) rc = EXIT_USAGE;
+      if (rc == EXIT_OK && !strcmp(set.k[i]->name, "flce") && tune_flce(&T, set.k[i]) < 0) rc = EXIT_USAGE;
+    }
+  } else if (!strcmp(o.target, "flce.chunk")) {
+    const ug_kernel *flce = NULL;
+    for (int i = 0; i < set.n; i++)
+      if (!strcmp(set.k[i]->name, "flce")) flce = set.k[i];
+    if (!flce) cli_error("tune: flce.chunk needs the flce spec, which is not loaded");
+    if (!flce || tune_flce(&T, flce) < 0) rc = EXIT_USAGE;
   } else {
     const ug_kernel *k;
     const ug_pass *p;
     if (cli_find_pass(&set, o.target, &k, &p) < 0 || tune_pass(&T, p) < 0) rc = EXIT_USAGE;
   }
+  if (rc == EXIT_OK && o.shard_n)
+    fprintf(out, "\nshard %d/%d: %d of the sweep's %d units (pass, dtype, shape)\n", o.shard_i, o.shard_n, T.taken,
+            T.units);
   char path[4096], err[1024], warn[1024] = "";
   /* --db, else $UBGEN_TUNING_DB, else where the runtime looks */
   ug_tunedb_default_path(o.db ? o.db : getenv("UBGEN_TUNING_DB"), getenv("UBGEN_CACHE_DIR"), path, sizeof path);
@@ -416,7 +452,7 @@ int cmd_tune(int argc, char **argv) {
       cli_error("tune: %s", err);
       rc = EXIT_FAILED;
     } else {
-      if (warn[0]) fprintf(stderr, "ubgen: warning: the old tuning DB %s\n", warn);
+      if (warn[0]) fprintf(stderr, "ubgen: warning: the old tuning DB %s: replaced\n", warn);
       fprintf(out, "\n%d entries merged into %s\n", db.n, path);
     }
   }

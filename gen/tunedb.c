@@ -205,20 +205,20 @@ int ug_tunedb_load(const char *path, ug_tunedb *db, char *warn, size_t nwarn) {
   int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) return 0;
-    say(warn, nwarn, "%s: %s, ignored", path, errno == ELOOP ? "a symbolic link, not followed" : strerror(errno));
+    say(warn, nwarn, "%s: %s", path, errno == ELOOP ? "a symbolic link, not followed" : strerror(errno));
     return 1;
   }
   struct stat st;
   if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > MAX_DB_BYTES) {
     close(fd);
-    say(warn, nwarn, "%s: not a regular file of at most %d bytes, ignored", path, MAX_DB_BYTES);
+    say(warn, nwarn, "%s: not a regular file of at most %d bytes", path, MAX_DB_BYTES);
     return 1;
   }
   json_error_t je;
   json_t *root = json_loadfd(fd, 0, &je);
   close(fd);
   if (!root) {
-    say(warn, nwarn, "%s:%d:%d: %s, ignored", path, je.line, je.column, je.text);
+    say(warn, nwarn, "%s:%d:%d: %s", path, je.line, je.column, je.text);
     return json_error_code(&je) == json_error_out_of_memory ? -1 : 1;
   }
   char why[256];
@@ -226,7 +226,7 @@ int ug_tunedb_load(const char *path, ug_tunedb *db, char *warn, size_t nwarn) {
   json_decref(root);
   if (rc != 0) {
     ug_tunedb_free(db);
-    say(warn, nwarn, "%s: %s, ignored", path, why);
+    say(warn, nwarn, "%s: %s", path, why);
   }
   return rc;
 }
@@ -362,4 +362,20 @@ int ug_tunedb_default_path(const char *db, const char *cache_dir, char *out, siz
   else if (home && *home) snprintf(out, n, "%s/.cache/ubgen/tuning.json", home);
   else return -1;
   return 0;
+}
+
+void ug_tune_cpu_name(char *out, size_t n) {
+  char line[512];
+  snprintf(out, n, "%s", "");
+  FILE *f = fopen("/proc/cpuinfo", "re");
+  if (!f) return;
+  while (fgets(line, sizeof line, f)) {
+    char *colon = strchr(line, ':');
+    if (strncmp(line, "model name", 10) || !colon) continue;
+    colon += 1 + (colon[1] == ' ');
+    colon[strcspn(colon, "\n")] = '\0';
+    snprintf(out, n, "%s", colon);
+    break;
+  }
+  fclose(f);
 }

@@ -66,6 +66,9 @@ int ug_tunedb_merge_save(const char *path, const ug_tunedb *db, char *err, size_
 
 void ug_tunedb_free(ug_tunedb *db);
 
+/* this machine's CPU, as a DB's "cpu": /proc/cpuinfo's model name ("" if none) */
+void ug_tune_cpu_name(char *out, size_t n);
+
 /* Where the DB is: db if given, else <cache_dir>/tuning.json, else
  * $XDG_CACHE_HOME/ubgen/tuning.json, else ~/.cache/ubgen/tuning.json (the gcc
  * cache's directory). 0 ok; -1 when there is no home to put it in. */

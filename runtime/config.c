@@ -85,6 +85,7 @@ ubg_status rt_config_resolve(ubg_ctx *ctx, const ubg_config *cfg) {
   ctx->flce_chunk = chunk;
   const char *gemm = getenv("UBGEN_FLCE_GEMM");
   ctx->flce_openblas = false;
+  ctx->flce_gemm_set = gemm && *gemm;
   if (gemm && *gemm) {
     if (!strcmp(gemm, "openblas")) ctx->flce_openblas = true;
     else if (strcmp(gemm, "generated"))
@@ -104,6 +105,6 @@ void rt_tunedb_load(ubg_ctx *ctx) {
   if (ug_tunedb_default_path(ctx->tuning_db, ctx->cache_dir, path, sizeof path) < 0) return;
   char warn[1024];
   int rc = ug_tunedb_load(path, &ctx->tunedb, warn, sizeof warn);
-  if (rc == 1) rt_log("tuning DB %s; the default strategy serves every call", warn);
+  if (rc == 1) rt_log("tuning DB %s: ignored, the default strategy serves every call", warn);
   else if (rc == 0 && ctx->tunedb.n) rt_log("tuning DB %s: %d entries", path, ctx->tunedb.n);
 }

@@ -86,6 +86,7 @@ struct ubg_ctx {
   bool jit_async;           /* UBGEN_JIT_ASYNC=1 */
   int64_t flce_chunk;       /* UBGEN_FLCE_CHUNK: rows per ubg_flce chunk, 0: Liger's rule */
   bool flce_openblas;       /* UBGEN_FLCE_GEMM=openblas */
+  bool flce_gemm_set;       /* UBGEN_FLCE_GEMM is set: the tuning DB does not choose the GEMMs */
   pthread_t async[RT_MAX_ASYNC]; /* background gcc builds, joined at destroy */
   int nasync;
 };

@@ -52,6 +52,32 @@ int64_t rt_flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, int64
   return c < 1 ? 1 : c;
 }
 
+/* The tuning DB's entry for this call (`ubgen tune flce.chunk`): kernel
+ * "flce", pass "chunk", the shape bucket of (bt, hidden, vocab), variant
+ * "chunk=N" or "chunk=N,gemm=openblas". The environment wins over it
+ * (UBGEN_FLCE_CHUNK, UBGEN_FLCE_GEMM); an entry naming OpenBLAS in a build
+ * without it keeps the generated GEMMs. *source says where the chunk came
+ * from, for ubg_ctx_last_variant. */
+static void tuned_chunk(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, int64_t vocab,
+                        int64_t *chunk, bool *blas, const char **source) {
+  *source = ctx->flce_chunk > 0 ? "UBGEN_FLCE_CHUNK" : "Liger's rule";
+  if (!ctx->tunedb.n || bt < 1 || hidden < 1 || vocab < 1) return;
+  const int64_t shape[3] = {ug_tune_bucket(bt), ug_tune_bucket(hidden), ug_tune_bucket(vocab)};
+  const ug_tune_entry *e = ug_tunedb_find(&ctx->tunedb, "flce", "chunk", (int)dtype, 3, shape, ctx->ub_bytes);
+  long long n;
+  char gemm[32] = "";
+  if (!e || sscanf(e->variant, "chunk=%lld,gemm=%31s", &n, gemm) < 1 || n < 1) return;
+  if (ctx->flce_chunk <= 0) {
+    *chunk = n < bt ? n : bt;
+    *source = "tuned";
+  }
+#ifdef UBG_HAVE_OPENBLAS
+  if (!ctx->flce_gemm_set) *blas = dtype == UBG_F32 && !strcmp(gemm, "openblas");
+#else
+  (void)blas;
+#endif
+}
+
 typedef struct {
   const char *name;
   const void *p;
@@ -345,6 +371,8 @@ ubg_status ubg_flce(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, i
   p.out = out;
   p.chunk = rt_flce_chunk_rows(ctx, bt < 0 ? 0 : bt, hidden < 1 ? 1 : hidden, vocab < 1 ? 1 : vocab);
   p.blas = ctx->flce_openblas && dtype == UBG_F32;
+  const char *chunk_source;
+  tuned_chunk(ctx, dtype, bt, hidden, vocab, &p.chunk, &p.blas, &chunk_source);
   int64_t loss_n;
   ubg_status s = validate(&p, opts, &loss_n);
   if (s) return s;
@@ -391,8 +419,8 @@ ubg_status ubg_flce(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, i
   if (dw_own) store_rows(out->dweight, dw_own, vocab * hidden, dtype, ctx->threads);
   if (db_own) store_rows(out->dbias, db_own, vocab, dtype, ctx->threads);
   char last[700];
-  snprintf(last, sizeof last, "%s;%s;%s;%s", p.variants[0], p.variants[1], need_dx(&p) ? p.variants[2] : "-",
-           need_dw(&p) ? p.variants[3] : "-");
+  snprintf(last, sizeof last, "%s;%s;%s;%s;chunk=%lld (%s)", p.variants[0], p.variants[1],
+           need_dx(&p) ? p.variants[2] : "-", need_dw(&p) ? p.variants[3] : "-", (long long)p.chunk, chunk_source);
   rt_set_last_variant(ctx, last);
 done:
   free(p.logits);

@@ -84,14 +84,17 @@ UBG_INLINE ubg_u16 ubg_f32_to_bf16(float f) {
 
 /* ---- IEEE binary16 ---------------------------------------------------- */
 
+/* The choices are made with masks, not ?:, so gcc vectorizes loops of it
+ * (with ?: it kept a branch per element: 4x slower f16 kernels). */
 UBG_INLINE float ubg_f16_to_f32(ubg_u16 h) {
   ubg_u32 sign = (ubg_u32)(h & 0x8000u) << 16;
   ubg_u32 em = h & 0x7fffu;
   ubg_u32 normal = (em << 13) + 0x38000000u;           /* rebias 15 -> 127 */
-  ubg_u32 inf_nan = (em << 13) | 0x7f800000u | (em > 0x7c00u ? 0x00400000u : 0u); /* NaN comes out quiet, as from vcvtph2ps */
+  ubg_u32 inf_nan = (em << 13) | 0x7f800000u | ((ubg_u32)(em > 0x7c00u) << 22); /* NaN comes out quiet, as from vcvtph2ps */
   ubg_u32 sub = ubg_f32_bits((float)(int)em * 5.9604644775390625e-08f); /* em * 2^-24, exact */
-  ubg_u32 r = em >= 0x7c00u ? inf_nan : normal;
-  r = em < 0x0400u ? sub : r;
+  ubg_u32 special = 0u - (ubg_u32)(em >= 0x7c00u), subnormal = 0u - (ubg_u32)(em < 0x0400u);
+  ubg_u32 r = (normal & ~special) | (inf_nan & special);
+  r = (r & ~subnormal) | (sub & subnormal);
   return ubg_bits_f32(r | sign);
 }
 
@@ -110,14 +113,15 @@ UBG_INLINE ubg_u16 ubg_f32_to_f16(float f) {
   ubg_u32 norm = (a - 0x38000000u + 0x0fffu + ((a >> 13) & 1u)) >> 13;
   ubg_u32 m = (a & 0x007fffffu) | 0x00800000u;
   ubg_u32 s = 126u - (e < 126u ? e : 126u);
-  s = s > 31u ? 31u : s;
+  s = s > 31u ? 31u : s < 1u ? 1u : s; /* [1, 31]: only e < 113 (s >= 14) uses it */
   ubg_u32 q = m >> s;
   ubg_u32 rem = m & ((1u << s) - 1u);
   ubg_u32 half = 1u << (s - 1u);
   ubg_u32 sub = q + ((rem > half) | ((rem == half) & (q & 1u)));
-  ubg_u32 r = e < 113u ? sub : norm;
-  r = e >= 143u ? 0x7c00u : r;
-  r = a > 0x7f800000u ? (0x7e00u | ((a >> 13) & 0x03ffu)) : r;
+  ubg_u32 use_sub = 0u - (ubg_u32)(e < 113u), over = 0u - (ubg_u32)(e >= 143u), nan = 0u - (ubg_u32)(a > 0x7f800000u);
+  ubg_u32 r = (norm & ~use_sub) | (sub & use_sub);
+  r = (r & ~over) | (0x7c00u & over);
+  r = (r & ~nan) | ((0x7e00u | ((a >> 13) & 0x03ffu)) & nan);
   return (ubg_u16)(r | sign);
 }
 

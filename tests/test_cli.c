@@ -1255,3 +1255,203 @@ Test(cli, tune_draws_the_svg) {
             "UB limit, tuned point and both series are marked");
   free(svg);
 }
+
+/* ---- tune: shapes as lists and ranges, --shard, tune merge, emit --tuned ---- */
+
+/* the DB at path, parsed; its entries' "rows,cols" keys sorted into keys */
+static int db_keys(const char *path, char keys[][64], int max) {
+  json_error_t e;
+  json_t *root = json_load_file(path, 0, &e);
+  cr_assert_not_null(root, "%s: %s", path, e.text);
+  json_t *ents = json_object_get(root, "entries");
+  int n = (int)json_array_size(ents);
+  cr_assert_leq(n, max);
+  for (int i = 0; i < n; i++) {
+    json_t *sh = json_object_get(json_array_get(ents, (size_t)i), "shape");
+    snprintf(keys[i], 64, "%lld,%lld", (long long)json_integer_value(json_object_get(sh, "rows")),
+             (long long)json_integer_value(json_object_get(sh, "cols")));
+  }
+  json_decref(root);
+  qsort(keys, (size_t)n, 64, (int (*)(const void *, const void *))strcmp);
+  return n;
+}
+
+/* two shards of one sweep run disjoint halves; merged, they hold the sweep */
+Test(cli, tune_shards_merge_into_the_whole_sweep, .timeout = 120) {
+  const char *sweep = "tune rms_norm.fwd --dtype f32 --shape rows=16:64,cols=256/512 --reps 1";
+  for (int s = 1; s <= 2; s++) {
+    run_result r = ubgen("%s --shard %d/2 --db %s/part%d.json", sweep, s, scratch, s);
+    assert_status(r, 0);
+    cr_assert(strstr(r.out, "of the sweep's 6 units"), "%s", r.out);
+    run_free(&r);
+  }
+  char a[8][64], b[8][64], all[8][64], path[400];
+  snprintf(path, sizeof path, "%s/part1.json", scratch);
+  int na = db_keys(path, a, 8);
+  snprintf(path, sizeof path, "%s/part2.json", scratch);
+  int nb = db_keys(path, b, 8);
+  cr_assert_eq(na, 3, "shard 1 ran every other unit");
+  cr_assert_eq(nb, 3);
+  for (int i = 0; i < na; i++)
+    for (int j = 0; j < nb; j++) cr_assert_str_neq(a[i], b[j], "both shards tuned %s", a[i]);
+  run_result r = ubgen("tune merge %s/part1.json %s/part2.json --db %s/all.json", scratch, scratch, scratch);
+  assert_status(r, 0);
+  cr_assert(strstr(r.out, "6 entries from 2 DBs merged"), "%s", r.out);
+  run_free(&r);
+  snprintf(path, sizeof path, "%s/all.json", scratch);
+  cr_assert_eq(db_keys(path, all, 8), 6);
+  const char *want[] = {"16,256", "16,512", "32,256", "32,512", "64,256", "64,512"}; /* sorted */
+  for (int i = 0; i < 6; i++) cr_assert_str_eq(all[i], want[i]);
+  /* the same key in two inputs: the later one's, and the output says so */
+  r = ubgen("tune merge %s/part1.json %s/part1.json --db %s/twice.json", scratch, scratch, scratch);
+  assert_status(r, 0);
+  cr_assert(strstr(r.out, "3 entries from 2 DBs") && strstr(r.out, "3 keys in more than one input"), "%s", r.out);
+  run_free(&r);
+}
+
+/* a missing, corrupt or foreign input is an error and OUT is left as it was */
+Test(cli, tune_merge_refuses_bad_inputs_and_writes_nothing) {
+  char good[400], out[400], path[400];
+  snprintf(good, sizeof good, "%s/good.json", scratch);
+  snprintf(out, sizeof out, "%s/out.json", scratch);
+  const char *entry = "{\"kernel\": \"rms_norm\", \"pass\": \"fwd\", \"dtype\": \"f32\", \"shape\": {\"rows\": 64, "
+                      "\"cols\": 512}, \"ub_bytes\": 196608, \"variant\": \"rms_norm_fwd_f32_d512_m1_n\", \"backend\": "
+                      "\"aot\", \"median_us\": 1.0, \"default_variant\": \"rms_norm_fwd_f32_d512_m1_n\", "
+                      "\"default_median_us\": 1.0, \"candidates\": 1, \"rejected_ub\": 0}";
+  char text[2048];
+  snprintf(text, sizeof text, "{\"version\": 1, \"cpu\": \"cpu A\", \"entries\": [%s]}", entry);
+  write_file(good, text);
+  snprintf(path, sizeof path, "%s/other_cpu.json", scratch);
+  snprintf(text, sizeof text, "{\"version\": 1, \"cpu\": \"cpu B\", \"entries\": [%s]}", entry);
+  write_file(path, text);
+  snprintf(path, sizeof path, "%s/corrupt.json", scratch);
+  write_file(path, "{\"version\": 1, \"entries\": [");
+  const char *bad[][2] = {{"missing.json", "does not exist"}, {"corrupt.json", "corrupt.json:1:"},
+                          {"other_cpu.json", "one machine's timings"}};
+  for (int pass = 0; pass < 2; pass++) { /* OUT absent, then OUT present */
+    if (pass == 1) write_file(out, "{\"version\": 1, \"entries\": []}\n");
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+      run_result r = ubgen("tune merge %s %s/%s --db %s", good, scratch, bad[i][0], out);
+      assert_status(r, 2);
+      cr_assert(strstr(r.err, bad[i][1]), "%s: %s", bad[i][0], r.err);
+      run_free(&r);
+      char *now = slurp(out);
+      if (pass == 0) cr_assert_null(now, "%s: OUT was created", bad[i][0]);
+      else cr_assert_str_eq(now, "{\"version\": 1, \"entries\": []}\n", "%s: OUT was changed", bad[i][0]);
+      free(now);
+    }
+  }
+  const char *usage[] = {"tune merge", "tune merge --db x.json", "tune merge a.json", "tune merge a.json --db",
+                         "tune merge a.json --db x.json --reps 3"};
+  for (size_t i = 0; i < sizeof usage / sizeof usage[0]; i++) {
+    run_result r = ubgen("%s", usage[i]);
+    assert_status(r, 2);
+    cr_assert(strstr(r.err, "tune merge"), "%s: %s", usage[i], r.err);
+    run_free(&r);
+  }
+}
+
+Test(cli, shape_lists_and_ranges_are_checked) {
+  const char *bad[][2] = {{"rows=8:4,cols=16", "rows=\"8:4\""},       {"rows=0:4,cols=16", "rows=\"0:4\""},
+                          {"rows=1:9:0,cols=16", "rows=\"1:9:0\""},   {"rows=1/x,cols=16", "rows=\"1/x\""},
+                          {"rows=1,rows=2,cols=16", "given twice"},   {"rows=1:100000:1,cols=16", "more than"},
+                          {"rows=1/,cols=16", "rows"},                {"rows=2:1024,cols=0", "cols=0"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    run_result r = ubgen("tune rms_norm.fwd --dtype f32 --shape %s --db %s/db.json", bad[i][0], scratch);
+    assert_status(r, 2);
+    cr_assert(strstr(r.err, bad[i][1]), "--shape %s: %s", bad[i][0], r.err);
+    run_free(&r);
+  }
+  run_result r = ubgen("plan rms_norm.fwd --dtype f32 --shape rows=16/32,cols=16");
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "gives 2 shapes; this command takes one"), "%s", r.err);
+  run_free(&r);
+}
+
+/* a lean emit: the DB's tuned variant, the defaults, nothing else */
+Test(cli, emit_tuned_keeps_the_tuned_and_default_variants) {
+  char db[400], out[400];
+  snprintf(db, sizeof db, "%s/db.json", scratch);
+  snprintf(out, sizeof out, "%s/lean", scratch);
+  /* an entry whose variant is not what the default strategy picks there */
+  write_file(db, "{\"version\": 1, \"entries\": [{\"kernel\": \"rms_norm\", \"pass\": \"fwd\", \"dtype\": \"f32\", "
+                 "\"shape\": {\"rows\": 64, \"cols\": 512}, \"ub_bytes\": 196608, \"variant\": "
+                 "\"rms_norm_fwd_f32_d128_m1_t\", \"backend\": \"aot\", \"median_us\": 1.0, \"default_variant\": \"x\", "
+                 "\"default_median_us\": 1.0, \"candidates\": 1, \"rejected_ub\": 0}, {\"kernel\": "
+                 "\"rms_norm\", \"pass\": \"fwd\", \"dtype\": \"f32\", \"shape\": {\"rows\": 64, \"cols\": 512}, "
+                 "\"ub_bytes\": 1024, \"variant\": \"rms_norm_fwd_f32_d16_m1_t\", \"backend\": \"aot\", "
+                 "\"median_us\": 1.0, \"default_variant\": \"x\", \"default_median_us\": 1.0, \"candidates\": 1, "
+                 "\"rejected_ub\": 0}]}");
+  run_result r = ubgen("emit --kernel rms_norm --out %s --tuned %s", out, db);
+  assert_status(r, 0);
+  cr_assert(strstr(r.err, "1 tuned entries") && strstr(r.err, "1 entries tuned at another UB budget not used"), "%s",
+            r.err);
+  run_free(&r);
+  char **names;
+  int n = list_dir(out, &names);
+  int nc = 0;
+  bool tuned = false, other_ub = false;
+  for (int i = 0; i < n; i++) {
+    if (!ends_with(names[i], ".c") || !strncmp(names[i], "ubg_", 4)) continue;
+    nc++;
+    tuned |= !strcmp(names[i], "rms_norm_fwd_f32_d128_m1_t.c");
+    other_ub |= !strcmp(names[i], "rms_norm_fwd_f32_d16_m1_t.c");
+  }
+  cr_assert(tuned, "the tuned variant is emitted");
+  cr_assert(!other_ub, "an entry of another UB budget is not");
+  /* the default strategy's choice at the entry's shape and at the spec's tune shape */
+  const char *shapes[] = {"rows=64,cols=512", "rows=2048,cols=4096"};
+  for (int s = 0; s < 2; s++) {
+    r = ubgen("plan rms_norm.fwd --dtype f32 --shape %s --json", shapes[s]);
+    assert_status(r, 0);
+    json_t *j = parse_json(r.out);
+    char file[200];
+    snprintf(file, sizeof file, "%s.c", json_string_value(json_object_get(j, "variant")));
+    bool found = false;
+    for (int i = 0; i < n; i++) found |= !strcmp(names[i], file);
+    cr_assert(found, "the default choice %s at %s is emitted", file, shapes[s]);
+    json_decref(j);
+    run_free(&r);
+  }
+  char **all;
+  int nall = fitting_variants("f32", &all);
+  cr_assert_lt(nc, nall / 4, "a lean build: %d variants emitted of %d that fit (f32 alone)", nc, nall);
+  free_names(all, nall);
+  free_names(names, n);
+  /* a DB named on purpose but missing or corrupt: exit 2, nothing written */
+  char bad[400];
+  snprintf(bad, sizeof bad, "%s/corrupt.json", scratch);
+  write_file(bad, "{\"version\": 1, ");
+  const char *dbs[] = {"missing.json", "corrupt.json"};
+  for (int i = 0; i < 2; i++) {
+    r = ubgen("emit --kernel rms_norm --out %s/none --tuned %s/%s", scratch, scratch, dbs[i]);
+    assert_status(r, 2);
+    cr_assert(strstr(r.err, dbs[i]), "%s", r.err);
+    char none[400];
+    snprintf(none, sizeof none, "%s/none", scratch);
+    cr_assert(!exists(none), "nothing written for %s", dbs[i]);
+    run_free(&r);
+  }
+}
+
+/* flce.chunk: whole ubg_flce calls at each chunk size, the fastest into the DB */
+Test(cli, tune_flce_chunk_writes_an_entry) {
+  run_result r = ubgen("tune flce.chunk --dtype f32 --shape bt=64,hidden=32,vocab=512 --reps 1 --db %s/db.json", scratch);
+  assert_status(r, 0);
+  cr_assert(strstr(r.out, "flce.chunk  f32  bt=64,hidden=32,vocab=512") && strstr(r.out, "chunk=64") &&
+                strstr(r.out, "  default"),
+            "%s", r.out);
+  char *tuned = strstr(r.out, "  tuned chunk=");
+  cr_assert_not_null(tuned, "%s", r.out);
+  long long chunk;
+  cr_assert_eq(sscanf(tuned, "  tuned chunk=%lld", &chunk), 1);
+  run_free(&r);
+  char path[400], want[64];
+  snprintf(path, sizeof path, "%s/db.json", scratch);
+  char *db = slurp(path);
+  snprintf(want, sizeof want, "\"variant\": \"chunk=%lld", chunk);
+  cr_assert(strstr(db, "\"kernel\": \"flce\"") && strstr(db, "\"pass\": \"chunk\"") && strstr(db, want) &&
+                strstr(db, "\"vocab\": 512"),
+            "%s", db);
+  free(db);
+}

@@ -109,3 +109,79 @@ Test(dispatch, plan_says_tuned_or_default, .init = setup, .fini = teardown) {
   cr_assert_eq(pclose(p), 0);
   cr_assert(dflt, "plan says why the default serves");
 }
+
+/* ubg_flce's rows per chunk from the DB (`ubgen tune flce.chunk`): followed
+ * inside its bucket, the environment wins over it, and the results have the
+ * bits of any other chunk */
+static void write_flce_entry(int64_t bt, int64_t hidden, int64_t vocab, const char *variant) {
+  ug_tunedb db = {0};
+  ug_tune_entry e;
+  memset(&e, 0, sizeof e);
+  snprintf(e.kernel, sizeof e.kernel, "flce");
+  snprintf(e.pass, sizeof e.pass, "chunk");
+  e.dtype = REF_F32;
+  e.nshape = 3;
+  const char *names[3] = {"bt", "hidden", "vocab"};
+  const int64_t vals[3] = {bt, hidden, vocab};
+  for (int i = 0; i < 3; i++) {
+    snprintf(e.shape_names[i], sizeof e.shape_names[i], "%s", names[i]);
+    e.shape[i] = ug_tune_bucket(vals[i]);
+  }
+  e.ub_bytes = 196608;
+  snprintf(e.variant, sizeof e.variant, "%s", variant);
+  snprintf(e.backend, sizeof e.backend, "aot");
+  snprintf(e.default_variant, sizeof e.default_variant, "chunk=16");
+  e.median_us = 100, e.default_median_us = 120, e.candidates = 6;
+  cr_assert_eq(ug_tunedb_put(&db, &e), 0);
+  char err[512], warn[512];
+  cr_assert_eq(ug_tunedb_merge_save(db_path, &db, err, sizeof err, warn, sizeof warn), 0, "%s", err);
+  ug_tunedb_free(&db);
+}
+
+typedef struct {
+  char variant[700];
+  float loss;
+  float *dx, *dw;
+} flce_result;
+
+static flce_result run_flce(int64_t bt, int64_t h, int64_t v) {
+  ubg_ctx *ctx;
+  cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
+  float *x = tc_tensor(REF_F32, bt * h, 0, 1, 3), *w = tc_tensor(REF_F32, v * h, 0, 0.1, 4);
+  int64_t *t = malloc((size_t)bt * sizeof *t);
+  for (int64_t i = 0; i < bt; i++) t[i] = (i * 7919) % v;
+  flce_result r;
+  r.dx = malloc((size_t)(bt * h) * 4), r.dw = malloc((size_t)(v * h) * 4);
+  ubg_flce_opts o;
+  ubg_flce_opts_init(&o);
+  ubg_flce_out out = {&r.loss, NULL, NULL, r.dx, r.dw, NULL};
+  cr_assert_eq(ubg_flce(ctx, UBG_F32, bt, h, v, x, w, t, &o, &out), UBG_OK, "%s", ubg_ctx_error(ctx));
+  snprintf(r.variant, sizeof r.variant, "%s", ubg_ctx_last_variant(ctx));
+  ubg_ctx_destroy(ctx);
+  free(x), free(w), free(t);
+  return r;
+}
+
+static void free_flce(flce_result *r) { free(r->dx), free(r->dw); }
+
+Test(dispatch, flce_chunk_follows_the_db, .init = setup, .fini = teardown) {
+  const int64_t bt = 100, h = 32, v = 300; /* Liger's rule: next_pow2(cdiv(100, cdiv(300, 32))) = 16 */
+  flce_result base = run_flce(bt, h, v);
+  cr_assert(strstr(base.variant, ";chunk=16 (Liger's rule)"), "%s", base.variant);
+  write_flce_entry(128, 32, 512, "chunk=40");
+  flce_result tuned = run_flce(bt, h, v);
+  cr_assert(strstr(tuned.variant, ";chunk=40 (tuned)"), "bucket (128, 32, 512) holds this call: %s", tuned.variant);
+  cr_assert(!memcmp(&tuned.loss, &base.loss, 4) && !memcmp(tuned.dx, base.dx, (size_t)(bt * h) * 4) &&
+                !memcmp(tuned.dw, base.dw, (size_t)(v * h) * 4),
+            "another chunk, the same bits");
+  flce_result outside = run_flce(bt, h, 1000); /* vocab bucket 1024: no entry */
+  cr_assert(strstr(outside.variant, "(Liger's rule)"), "%s", outside.variant);
+  setenv("UBGEN_FLCE_CHUNK", "8", 1);
+  flce_result env = run_flce(bt, h, v);
+  unsetenv("UBGEN_FLCE_CHUNK");
+  cr_assert(strstr(env.variant, ";chunk=8 (UBGEN_FLCE_CHUNK)"), "the environment wins: %s", env.variant);
+  write_flce_entry(128, 32, 512, "chunk=999"); /* more rows than the call has: all of them */
+  flce_result all = run_flce(bt, h, v);
+  cr_assert(strstr(all.variant, ";chunk=100 (tuned)"), "%s", all.variant);
+  free_flce(&base), free_flce(&tuned), free_flce(&outside), free_flce(&env), free_flce(&all);
+}
