@@ -131,6 +131,7 @@ $(UBGEN): $(CLI_OBJS) $(BUILD)/obj/gen/ubgen.o $(REF_OBJS) $(LIB_A)
 
 # ---- tests -------------------------------------------------------------------
 include mk/tests.mk
+include mk/fuzz.mk
 
 # ---- run: the main job ---------------------------------------------------------
 run: deps deps-bench

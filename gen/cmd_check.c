@@ -88,7 +88,7 @@ int cmd_check(int argc, char **argv) {
   cfg.safety_margin = o.budget.margin;
   ubg_ctx *ctx;
   if (ubg_ctx_create(&cfg, &ctx) != UBG_OK) {
-    cli_error("check: %s", ubg_ctx_error(NULL));
+    cli_error("%s", ubg_ctx_error(NULL)); /* "file:line:col: what" when a spec is at fault: the file comes first */
     ug_specset_free(&set);
     return EXIT_USAGE;
   }

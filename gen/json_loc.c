@@ -39,6 +39,19 @@ static int hexval(char c) {
   return -1;
 }
 
+/* the 4 hex digits at sc->i into *v, advancing past them; -1 if they are not */
+static int hex4(scan *sc, unsigned *v) {
+  if (sc->i + 4 > sc->len) return -1;
+  *v = 0;
+  for (int k = 0; k < 4; k++) {
+    int h = hexval(sc->s[sc->i + (size_t)k]);
+    if (h < 0) return -1;
+    *v = *v * 16 + (unsigned)h;
+  }
+  sc->i += 4;
+  return 0;
+}
+
 /* Decodes the string at sc->i (the opening quote) into *out (NUL-terminated,
  * \u escapes as UTF-8) and advances past the closing quote. */
 static int scan_string(scan *sc, char **out) {
@@ -64,17 +77,27 @@ static int scan_string(scan *sc, char **out) {
       case 'b': tmp[0] = '\b'; break;
       case 'f': tmp[0] = '\f'; break;
       case 'u': {
-        if (sc->i + 4 > sc->len) goto bad;
-        unsigned v = 0;
-        for (int k = 0; k < 4; k++) {
-          int h = hexval(sc->s[sc->i + (size_t)k]);
-          if (h < 0) goto bad;
-          v = v * 16 + (unsigned)h;
+        unsigned v;
+        if (hex4(sc, &v) < 0) goto bad;
+        /* a surrogate pair is one code point, as jansson decodes it, so the
+         * keys found here are byte for byte the keys jansson reports (a
+         * lone half, which jansson refuses, is kept as 3 bytes) */
+        unsigned lo;
+        if (v >= 0xd800 && v < 0xdc00 && sc->i + 6 <= sc->len && sc->s[sc->i] == '\\' && sc->s[sc->i + 1] == 'u') {
+          scan peek = *sc;
+          peek.i += 2;
+          if (hex4(&peek, &lo) == 0 && lo >= 0xdc00 && lo < 0xe000) {
+            *sc = peek;
+            v = 0x10000 + ((v - 0xd800) << 10) + (lo - 0xdc00);
+          }
         }
-        sc->i += 4;
-        /* keys that matter are ASCII identifiers; anything else only has to
-         * differ from them, so a surrogate half is kept as 3 bytes */
-        if (v < 0x80) {
+        if (v >= 0x10000) {
+          tmp[0] = (char)(0xf0 | (v >> 18));
+          tmp[1] = (char)(0x80 | ((v >> 12) & 0x3f));
+          tmp[2] = (char)(0x80 | ((v >> 6) & 0x3f));
+          tmp[3] = (char)(0x80 | (v & 0x3f));
+          tn = 4;
+        } else if (v < 0x80) {
           tmp[0] = (char)v;
         } else if (v < 0x800) {
           tmp[0] = (char)(0xc0 | (v >> 6));
@@ -227,19 +250,21 @@ void ug_jloc_free(ug_jloc *root) {
 }
 
 const ug_jloc *ug_jloc_member(const ug_jloc *obj, const char *key, ug_loc *key_at) {
-  if (!obj || !obj->keys) return NULL;
+  if (!obj) return NULL;
   /* jansson rejected duplicate keys, so the first match is the only one */
-  for (size_t k = 0; k < obj->n; k++) {
+  for (size_t k = 0; obj->keys && k < obj->n; k++) {
     if (strcmp(obj->keys[k], key) == 0) {
       if (key_at) *key_at = obj->key_at[k];
       return &obj->kids[k];
     }
   }
-  return NULL;
+  if (key_at) *key_at = obj->at;
+  return obj;
 }
 
 const ug_jloc *ug_jloc_index(const ug_jloc *arr, size_t i) {
-  if (!arr || arr->keys || i >= arr->n) return NULL;
+  if (!arr) return NULL;
+  if (arr->keys || i >= arr->n) return arr;
   return &arr->kids[i];
 }
 

@@ -26,8 +26,12 @@ struct ug_jloc {
 ug_jloc *ug_jloc_build(const char *text, size_t len);
 void ug_jloc_free(ug_jloc *root);
 
-/* Member `key` of an object node (NULL when absent); *key_at gets the key's
- * position when key_at is not NULL. */
+/* Member `key` of an object node; *key_at gets the key's position when
+ * key_at is not NULL. Callers ask for keys jansson found, and this scanner
+ * decodes keys as jansson does; should they ever disagree, the object
+ * itself is returned (an error then points at the object, never at NULL).
+ * Likewise ug_jloc_index returns the array for an index it does not have.
+ * NULL only for a NULL node. */
 const ug_jloc *ug_jloc_member(const ug_jloc *obj, const char *key, ug_loc *key_at);
 const ug_jloc *ug_jloc_index(const ug_jloc *arr, size_t i);
 

@@ -9,6 +9,24 @@
 #include "spec.h"
 #include "strbuf.h"
 
+/* A template file's text. A NUL byte in it is an error at its place: the
+ * renderer works on C strings, and would otherwise drop the rest of the
+ * file without a word. */
+static char *read_template(const char *path, ug_diag *d) {
+  size_t len;
+  char *text = ug_read_file(path, 4u << 20, &len, d);
+  const char *nul = text ? memchr(text, '\0', len) : NULL;
+  if (!nul) return text;
+  ug_loc at = {1, 1};
+  for (const char *q = text; q < nul; q++) {
+    if (*q == '\n') at.line++, at.col = 1;
+    else at.col++;
+  }
+  free(text);
+  ug_fail(d, path, at, "a NUL byte in a template");
+  return NULL;
+}
+
 /* ---- values ------------------------------------------------------------- */
 
 static ug_value *value_new(ug_vkind kind) {
@@ -363,7 +381,7 @@ static int render_range(renderer *r, const source *src, const char *p, const cha
           return ug_fail(r->d, src->name, loc_of(src, open), "partial \"%s\" not found on the template path", name);
         if (r->depth >= MAX_DEPTH)
           return ug_fail(r->d, src->name, loc_of(src, open), "partials nest more than %d deep (a cycle?)", MAX_DEPTH);
-        char *text = ug_read_file(full, 4u << 20, NULL, r->d);
+        char *text = read_template(full, r->d);
         if (!text) return -1;
         source sub = {full, text};
         r->depth++;
@@ -425,7 +443,7 @@ char *ug_render_file(const char *name, const ug_tmpl_path *path, const ug_value 
     ug_fail(d, name, (ug_loc){0, 0}, "template not found on the template path");
     return NULL;
   }
-  char *text = ug_read_file(full, 4u << 20, NULL, d);
+  char *text = read_template(full, d);
   if (!text) return NULL;
   char *out = ug_render_text(full, text, path, ctx, d);
   free(text);

@@ -18,6 +18,8 @@
 enum { UG_NDTYPES = 3 }; /* f32, f16, bf16: the values of ubg_dtype */
 enum { UG_MAX_VARIANT_NAME = 128 }; /* characters, without the NUL */
 enum { UG_MAX_AXES = 6, UG_MAX_ARGS = 48, UG_MAX_BUFFERS = 16, UG_MAX_STAGES = 8, UG_MAX_RANK = 4 };
+/* axis values x tiled x dtypes of one pass, before constraints (the shipped specs have under 2000) */
+enum { UG_MAX_VARIANTS = 100000 };
 
 /* Element types of tensors and buffers. UG_ELEM_T is the variant's dtype. */
 typedef enum { UG_ELEM_T, UG_ELEM_F32, UG_ELEM_F16, UG_ELEM_BF16, UG_ELEM_I64, UG_ELEM_I32, UG_ELEM_U8 } ug_elem;
@@ -167,6 +169,7 @@ typedef struct ug_pass {
 
 typedef struct ug_kernel {
   char *name;
+  ug_loc name_at; /* of the "kernel" value */
   char *path;   /* as given to the loader, for messages */
   char *dir;    /* directory of the spec, first place to look for templates */
   char *text;   /* the JSON text, embedded in AOT registries */

@@ -898,6 +898,18 @@ static int load_pass(L *l, ug_kernel *kn, ug_pass *p, const char *name, json_t *
   if (!f) { f = kd->tiled; k = kd->tiled_at; }
   if (f && load_tiled(l, f, k, p) < 0) return -1;
 
+  /* every combination of axis values, tiled and dtype is a candidate that
+   * ubgen enumerates and plans (and may render): bounded, so a spec cannot
+   * make it run out of memory */
+  double points = (double)(p->has_tiled ? p->tiled_values[0] + p->tiled_values[1] : 1);
+  for (int i = 0; i < p->naxes; i++) points *= (double)p->axes[i].nvalues;
+  int ndt = 0;
+  for (int dt = 0; dt < UG_NDTYPES; dt++) ndt += p->dtypes[dt];
+  if (points * ndt > UG_MAX_VARIANTS)
+    return fail_at(l, axes_at ? axes_at->at : at->at,
+                   "pass %s has %.0f variants (axis values x tiled x dtypes); at most %d", p->name, points * ndt,
+                   UG_MAX_VARIANTS);
+
   const ug_jloc *args_at;
   json_t *args = member(v, at, "args", &args_at);
   if (require(l, args, at, "args", what) < 0 || load_args(l, args, args_at, p) < 0) return -1;
@@ -993,6 +1005,7 @@ static int load_kernel(L *l, ug_kernel *kn, json_t *root, const ug_jloc *at) {
   if (version != 1) return fail_at(l, k->at, "\"ubgen_spec\" is %lld; this ubgen reads version 1", (long long)version);
   f = member(root, at, "kernel", &k);
   if (require(l, f, at, "kernel", "the spec") < 0 || get_ident(l, f, k, "the kernel name", &kn->name) < 0) return -1;
+  kn->name_at = k->at;
   f = member(root, at, "description", &k);
   if (f) {
     if (want(l, f, k, JSON_STRING, "\"description\"") < 0) return -1;

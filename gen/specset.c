@@ -53,11 +53,25 @@ int ug_specset_add_dir(ug_specset *s, const char *dir, ug_diag *d) {
   closedir(dp);
   if (rc < 0) ug_fail(d, dir, (ug_loc){0, 0}, "out of memory");
   if (n) qsort(names, (size_t)n, sizeof *names, cmp_str);
+  const int before = s->n; /* kernels from earlier directories: these hide ours */
   for (int i = 0; i < n && rc == 0; i++) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
     ug_kernel *k = ug_spec_load_file(path, d);
-    if (!k || ug_specset_add(s, k, d) < 0) rc = -1;
+    if (!k) {
+      rc = -1;
+      break;
+    }
+    /* two specs of one kernel in one directory: which one is meant? */
+    for (int j = before; j < s->n; j++)
+      if (!strcmp(s->k[j]->name, k->name)) {
+        rc = ug_fail(d, path, k->name_at, "kernel \"%s\" is also defined by %s, in the same directory", k->name,
+                     s->k[j]->path);
+        ug_spec_free(k);
+        k = NULL;
+        break;
+      }
+    if (k && ug_specset_add(s, k, d) < 0) rc = -1;
   }
   for (int i = 0; i < n; i++) free(names[i]);
   free(names);

@@ -7,7 +7,9 @@
  * memory state favours none; a measurement repeats the call for at least
  * MIN_SECONDS and takes the mean. After the first round a candidate slower
  * than PRUNE x the fastest is not timed again (it cannot win; its first
- * time stands for every round). The median of the rounds decides. */
+ * time stands for every round). Then a play-off: the few candidates within
+ * 10% of the fastest run twice as many rounds again among themselves. The
+ * median decides. */
 #ifndef UG_TUNE_TIMING_H
 #define UG_TUNE_TIMING_H
 

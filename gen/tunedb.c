@@ -214,6 +214,14 @@ int ug_tunedb_load(const char *path, ug_tunedb *db, char *warn, size_t nwarn) {
     say(warn, nwarn, "%s: not a regular file of at most %d bytes", path, MAX_DB_BYTES);
     return 1;
   }
+  /* the DB steers every call's variant: only this user's or root's, and
+   * writable by nobody else (docs/security.md) */
+  if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+    close(fd);
+    say(warn, nwarn, "%s: owned by uid %u with mode %03o; a tuning DB must belong to this user (uid %u) or root and be "
+        "writable by its owner only", path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777), (unsigned)geteuid());
+    return 1;
+  }
   json_error_t je;
   json_t *root = json_loadfd(fd, 0, &je);
   close(fd);

@@ -4,11 +4,13 @@
 #   sh mk/deps.sh build   the library and the command
 #   sh mk/deps.sh test    also the test framework and OpenBLAS (ubg_flce's optional GEMMs)
 #   sh mk/deps.sh bench   also OpenBLAS (bench_flce's baseline)
+#   sh mk/deps.sh fuzz    also clang and its libFuzzer/sanitizer runtimes
 set -eu
 need="gcc make pkg-config libjansson-dev libtcc-dev"
 case "${1:-build}" in
   test) need="$need libcriterion-dev libopenblas-dev" ;;
   bench) need="$need libopenblas-dev" ;;
+  fuzz) need="$need clang libclang-rt-14-dev" ;;
 esac
 missing=""
 for p in $need; do

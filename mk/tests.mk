@@ -14,7 +14,7 @@ BENCH_COMMON := $(filter-out $(BENCH_SRCS),$(wildcard bench/*.c))
 # libraries one benchmark alone links (its baseline): BENCH_LIBS_<name>
 BENCH_LIBS_bench_flce := -lopenblas
 
-.PHONY: test-build bench-build deps-bench
+.PHONY: test-build bench-build deps-bench test-asan
 
 $(BUILD)/gen/test/MANIFEST: $(BOOT) $(TEST_SPECS) $(TEMPLATES)
 	$(BOOT) emit --specs tests/specs --kernel guard_probe --out $(BUILD)/gen/test --registry ubg_aot_test --self-register
@@ -56,6 +56,20 @@ test: deps-test
 	$(MAKE) -j$(NPROC) all test-build
 	@set -e; for t in $(TEST_BINS) $(BUILD)/tests/noaot_test $(BUILD)/tests/flce_openblas_test; do echo "== $$t"; $$t --jobs 2 --short-filename; done
 	@echo "all test binaries passed"
+
+# The whole suite again with AddressSanitizer and UndefinedBehaviorSanitizer,
+# in its own build directory: the generator, runtime, references and tests
+# instrumented, the kernels as they ship (gcc -O3, not instrumented: their
+# memory is the UB arena and the tensors, which the instrumented runtime
+# allocates and bounds). Any memory error or undefined behaviour fails the
+# run. handle_segv=0: the guard test's deliberate overrun must reach it as
+# SIGSEGV (any other SEGV still fails its test). Leaks: not yet (the test
+# fixtures do not free their data, and libcriterion leaks by itself).
+SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+test-asan:
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:handle_segv=0 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(MAKE) BUILD=$(BUILD)/asan CFLAGS='$(SAN_FLAGS)' test
 
 $(BUILD)/bench/%: bench/%.c $(BENCH_COMMON) $(LIB_A) $(HEADERS) $(wildcard bench/*.h)
 	@mkdir -p $(@D)

@@ -1,12 +1,29 @@
 /* The grid: programs 0..nprog-1 of one stage on the OpenMP workers. Worker t
  * runs programs t, t + nthreads, ... with arena t; with nprog <= nthreads
- * (the usual case) each worker runs one program. */
+ * (the usual case) each worker runs one program.
+ *
+ * fork: GNU libgomp's thread pool does not survive it. A child of a process
+ * that has run a parallel region would wait forever in its first one, so
+ * such a child runs every program on its calling thread. The bits are the
+ * same (programs do not depend on which worker runs them), only slower;
+ * docs/architecture.md says so. */
 #include <omp.h>
+#include <stdatomic.h>
+#include <unistd.h>
 
 #include "internal.h"
 
+static _Atomic pid_t omp_process; /* the process whose libgomp runs our parallel regions; 0 before the first */
+
+/* true when this process may start a parallel region */
+static bool omp_usable(void) {
+  pid_t me = getpid(), owner = 0;
+  if (atomic_compare_exchange_strong(&omp_process, &owner, me)) return true; /* the first region: ours */
+  return owner == me;
+}
+
 void rt_grid_run(ubg_kernel_fn fn, const void *slots, int stage, int64_t nprog, rt_block **arenas, int nthreads) {
-  if (nthreads <= 1 || nprog <= 1) {
+  if (nthreads <= 1 || nprog <= 1 || !omp_usable()) {
     for (int64_t p = 0; p < nprog; p++) fn(slots, stage, p, nprog, arenas[0]->p);
     return;
   }

@@ -109,6 +109,7 @@ static void write_file(const char *path, const char *text) {
   cr_assert_not_null(f, "cannot write %s: %s", path, strerror(errno));
   cr_assert_eq(fwrite(text, 1, strlen(text), f), strlen(text));
   cr_assert_eq(fclose(f), 0);
+  cr_assert_eq(chmod(path, 0644), 0); /* whatever the umask: a tuning DB writable by others is refused */
 }
 
 static char *path_in(const char *dir, const char *name) {

@@ -189,11 +189,13 @@ Test(tunedb, missing_file_is_empty_without_warning) {
   ug_tunedb_free(&db);
 }
 
+/* mode 0644 whatever the umask: a DB writable by others is refused */
 static void write_text(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
   cr_assert_not_null(f);
   fputs(text, f);
   fclose(f);
+  cr_assert_eq(chmod(path, 0644), 0);
 }
 
 #define GOOD_ENTRY                                                                                                  \
@@ -271,6 +273,29 @@ Test(tunedb, a_corrupt_file_is_replaced_on_save_with_a_warning) {
   cr_assert_eq(ug_tunedb_load(db_path, &db, warn, sizeof warn), 0, "%s", warn);
   cr_expect_eq(db.n, 1);
   ug_tunedb_free(&db);
+}
+
+/* a DB another user could have written steers every call: refused */
+Test(tunedb, a_db_writable_by_others_or_owned_by_another_user_is_refused) {
+  const char *text = "{\"version\": 1, \"cpu\": \"x\", \"entries\": [" GOOD_ENTRY "]}";
+  write_text(db_path, text);
+  ug_tunedb db;
+  char warn[512];
+  cr_assert_eq(ug_tunedb_load(db_path, &db, warn, sizeof warn), 0, "mode 0644, ours: %s", warn);
+  cr_assert_eq(db.n, 1);
+  ug_tunedb_free(&db);
+  const mode_t bad_modes[] = {0666, 0664, 0646};
+  for (size_t i = 0; i < sizeof bad_modes / sizeof bad_modes[0]; i++) {
+    cr_assert_eq(chmod(db_path, bad_modes[i]), 0);
+    cr_assert_eq(ug_tunedb_load(db_path, &db, warn, sizeof warn), 1, "mode %03o accepted", (unsigned)bad_modes[i]);
+    cr_expect_eq(db.n, 0);
+    cr_expect_not_null(strstr(warn, "writable by its owner only"), "%s", warn);
+  }
+  cr_assert_eq(chmod(db_path, 0644), 0);
+  if (geteuid() != 0) return; /* only root can give a file away */
+  cr_assert_eq(chown(db_path, 4242, 4242), 0);
+  cr_assert_eq(ug_tunedb_load(db_path, &db, warn, sizeof warn), 1, "another user's DB accepted");
+  cr_expect_not_null(strstr(warn, "owned by uid 4242"), "%s", warn);
 }
 
 Test(tunedb, a_symlink_at_the_path_is_not_followed) {

@@ -1,0 +1,2 @@
+  /* a partial */
+  ubg_i64 k = {{BLOCK_Z}};
