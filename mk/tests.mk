@@ -63,11 +63,13 @@ test: deps-test
 # memory is the UB arena and the tensors, which the instrumented runtime
 # allocates and bounds). Any memory error or undefined behaviour fails the
 # run. handle_segv=0: the guard test's deliberate overrun must reach it as
-# SIGSEGV (any other SEGV still fails its test). Leaks: not yet (the test
+# SIGSEGV (any other SEGV still fails its test). No detect_stack_use_after_return:
+# its fake stack does not keep the 64-byte alignment of AVX-512 vector locals
+# (test_half_v16 then faults on an aligned load). Leaks: not yet (the test
 # fixtures do not free their data, and libcriterion leaks by itself).
 SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 test-asan:
-	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:handle_segv=0 \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1:handle_segv=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  $(MAKE) BUILD=$(BUILD)/asan CFLAGS='$(SAN_FLAGS)' test
 
