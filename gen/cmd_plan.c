@@ -72,7 +72,7 @@ int cmd_plan(int argc, char **argv) {
   if (db_path) {
     ug_tunedb db;
     char warn[1024];
-    int lr = ug_tunedb_load(db_path, &db, warn, sizeof warn);
+    int lr = ug_tunedb_load_here(db_path, &db, warn, sizeof warn);
     if (lr == 1) {
       fprintf(stderr, "ubgen: warning: tuning DB %s: ignored\n", warn);
       snprintf(tuned_why, sizeof tuned_why, "the tuning DB is unusable (warning above)");

@@ -420,6 +420,16 @@ int cmd_tune(int argc, char **argv) {
   }
   ug_tunedb db = {0};
   ug_tune_cpu_name(db.cpu, sizeof db.cpu);
+  char path[4096], err[1024], warn[1024] = "";
+  /* --db, else $UBGEN_TUNING_DB, else where the runtime looks; refused
+   * before the sweep if it holds another machine's timings */
+  ug_tunedb_default_path(o.db ? o.db : getenv("UBGEN_TUNING_DB"), getenv("UBGEN_CACHE_DIR"), path, sizeof path);
+  if (ug_tunedb_other_cpu(path, db.cpu, err, sizeof err) != 0) {
+    cli_error("tune: %s", err);
+    ubg_ctx_destroy(ctx);
+    ug_specset_free(&set);
+    return EXIT_USAGE;
+  }
   out = o.json ? stderr : stdout;
   ug_svg svg = {0};
   tuner T = {&o, ctx, &db, o.json ? json_array() : NULL, o.svg ? &svg : NULL, backend, 0, 0, 0};
@@ -444,9 +454,6 @@ int cmd_tune(int argc, char **argv) {
   if (rc == EXIT_OK && o.shard_n)
     fprintf(out, "\nshard %d/%d: %d of the sweep's %d units (pass, dtype, shape)\n", o.shard_i, o.shard_n, T.taken,
             T.units);
-  char path[4096], err[1024], warn[1024] = "";
-  /* --db, else $UBGEN_TUNING_DB, else where the runtime looks */
-  ug_tunedb_default_path(o.db ? o.db : getenv("UBGEN_TUNING_DB"), getenv("UBGEN_CACHE_DIR"), path, sizeof path);
   if (rc == EXIT_OK && db.n) {
     if (ug_tunedb_merge_save(path, &db, err, sizeof err, warn, sizeof warn) < 0) {
       cli_error("tune: %s", err);

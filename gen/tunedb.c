@@ -239,6 +239,17 @@ int ug_tunedb_load(const char *path, ug_tunedb *db, char *warn, size_t nwarn) {
   return rc;
 }
 
+int ug_tunedb_load_here(const char *path, ug_tunedb *db, char *warn, size_t nwarn) {
+  int rc = ug_tunedb_load(path, db, warn, nwarn);
+  if (rc != 0 || !db->cpu[0]) return rc;
+  char here[sizeof db->cpu];
+  ug_tune_cpu_name(here, sizeof here);
+  if (!here[0] || !strcmp(here, db->cpu)) return 0;
+  say(warn, nwarn, "%s: tuned on \"%s\", but this machine is \"%s\"", path, db->cpu, here);
+  ug_tunedb_free(db);
+  return 1;
+}
+
 /* ---- writing -------------------------------------------------------------- */
 
 #define BSTR(f) (f), strnlen((f), sizeof(f)) /* for json_pack's "s%" */
@@ -325,10 +336,31 @@ static int write_atomic(const char *path, const char *text, char *err, size_t ne
   return 0;
 }
 
-/* merged := the file's entries, then db's (db wins); the file's cpu unless db names one */
+int ug_tunedb_other_cpu(const char *path, const char *cpu, char *why, size_t nwhy) {
+  ug_tunedb old;
+  char warn[1024];
+  say(why, nwhy, "");
+  int rc = ug_tunedb_load(path, &old, warn, sizeof warn);
+  if (rc < 0) return say(why, nwhy, "%s: out of memory", path), -1;
+  rc = rc == 0 && old.cpu[0] && cpu[0] && strcmp(old.cpu, cpu);
+  if (rc)
+    say(why, nwhy, "%s holds timings tuned on \"%s\", not on \"%s\"; give another DB, or remove that one", path,
+        old.cpu, cpu);
+  ug_tunedb_free(&old);
+  return rc;
+}
+
+/* merged := the file's entries, then db's (db wins); the file's cpu unless db
+ * names one, and then they must agree */
 static int merge_and_write(const char *path, const ug_tunedb *db, char *err, size_t nerr, char *warn, size_t nwarn) {
   ug_tunedb merged;
   if (ug_tunedb_load(path, &merged, warn, nwarn) < 0) return say(err, nerr, "%s: out of memory", path), -1;
+  if (merged.cpu[0] && db->cpu[0] && strcmp(merged.cpu, db->cpu)) {
+    say(err, nerr, "%s holds timings tuned on \"%s\", not on \"%s\"; give another DB, or remove that one", path,
+        merged.cpu, db->cpu);
+    ug_tunedb_free(&merged);
+    return -1;
+  }
   if (db->cpu[0]) snprintf(merged.cpu, sizeof merged.cpu, "%.*s", (int)sizeof db->cpu - 1, db->cpu);
   int rc = 0;
   for (int i = 0; rc == 0 && i < db->n; i++)

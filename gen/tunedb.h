@@ -52,6 +52,18 @@ int64_t ug_tune_bucket(int64_t v);
  * warn says why, naming the file; -1: out of memory. */
 int ug_tunedb_load(const char *path, ug_tunedb *db, char *warn, size_t nwarn);
 
+/* 1 when the DB at path names a CPU other than cpu (why says both): its
+ * entries are another machine's timings, which ug_tunedb_merge_save will
+ * not mix with cpu's. 0 otherwise (no file, an unusable one, no "cpu" in it
+ * or none given); -1 out of memory. */
+int ug_tunedb_other_cpu(const char *path, const char *cpu, char *why, size_t nwhy);
+
+/* ug_tunedb_load for dispatch on this machine (the runtime, `ubgen plan`):
+ * a DB that names another CPU than this one is unusable too (1, warn says
+ * both), since its timings say nothing about this machine. A DB without a
+ * "cpu", or a machine whose CPU has no name, is taken. */
+int ug_tunedb_load_here(const char *path, ug_tunedb *db, char *warn, size_t nwarn);
+
 /* adds e, replacing an entry with the same key; 0 ok, -1 out of memory */
 int ug_tunedb_put(ug_tunedb *db, const ug_tune_entry *e);
 
@@ -61,7 +73,8 @@ const ug_tune_entry *ug_tunedb_find(const ug_tunedb *db, const char *kernel, con
 
 /* Merges db's entries into the file at path (db's win on equal keys) under
  * the lock, written atomically; an unusable existing file is replaced (its
- * warning goes to warn). 0 ok; -1 with err set. */
+ * warning goes to warn), one tuned on another CPU than db's is refused.
+ * 0 ok; -1 with err set. */
 int ug_tunedb_merge_save(const char *path, const ug_tunedb *db, char *err, size_t nerr, char *warn, size_t nwarn);
 
 void ug_tunedb_free(ug_tunedb *db);

@@ -5,12 +5,14 @@
 #   sh mk/deps.sh test    also the test framework and OpenBLAS (ubg_flce's optional GEMMs)
 #   sh mk/deps.sh bench   also OpenBLAS (bench_flce's baseline)
 #   sh mk/deps.sh fuzz    also clang and its libFuzzer/sanitizer runtimes
+#   sh mk/deps.sh valgrind  the test packages and valgrind (make test-valgrind)
 set -eu
 need="gcc make pkg-config libjansson-dev libtcc-dev"
 case "${1:-build}" in
   test) need="$need libcriterion-dev libopenblas-dev" ;;
   bench) need="$need libopenblas-dev" ;;
   fuzz) need="$need clang libclang-rt-14-dev" ;;
+  valgrind) need="$need libcriterion-dev libopenblas-dev valgrind" ;;
 esac
 missing=""
 for p in $need; do

@@ -104,7 +104,7 @@ void rt_tunedb_load(ubg_ctx *ctx) {
   char path[4096];
   if (ug_tunedb_default_path(ctx->tuning_db, ctx->cache_dir, path, sizeof path) < 0) return;
   char warn[1024];
-  int rc = ug_tunedb_load(path, &ctx->tunedb, warn, sizeof warn);
+  int rc = ug_tunedb_load_here(path, &ctx->tunedb, warn, sizeof warn);
   if (rc == 1) rt_log("tuning DB %s: ignored, the default strategy serves every call", warn);
   else if (rc == 0 && ctx->tunedb.n) rt_log("tuning DB %s: %d entries", path, ctx->tunedb.n);
 }

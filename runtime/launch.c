@@ -1,6 +1,7 @@
 /* One op call, from named arguments to finished programs:
  *
- *   match args to the spec by name -> validate every value -> size every
+ *   match args to the spec by name -> tensor pointers aligned to their
+ *   element size -> validate every value -> size every
  *   tensor (overflow-checked) -> refuse overlaps the spec does not allow ->
  *   choose the variant (forced, else the default strategy) -> get its
  *   function -> workspace and arenas -> run the stages in order.
@@ -136,31 +137,62 @@ static ubg_status check_values(const call *c, const ubg_slot *slots, int64_t *en
   return UBG_OK;
 }
 
-/* Byte sizes of every tensor, overflow-checked; bytes[ai] = 0 for NULL. */
+/* Every tensor pointer aligned to its element size: C leaves a load through
+ * a misaligned float * or int64_t * undefined (and gcc's vector code may
+ * assume it), so such a pointer is refused before anything reads it. Only
+ * the element size is asked for: kernels load and store vectors with
+ * unaligned moves, and take streaming stores only where the address allows
+ * (docs/decisions.md). */
+static ubg_status check_alignment(const call *c, const ubg_slot *slots, int dtype) {
+  const ug_pass *p = c->p;
+  for (int ai = 0; ai < p->nargs; ai++) {
+    const ug_arg *a = &p->args[ai];
+    if (a->kind != UG_ARG_TENSOR || !slots[ai].p) continue;
+    size_t es = ug_elem_bytes(a->elem, dtype);
+    if ((uintptr_t)slots[ai].p % es)
+      return rt_fail(c->ctx, UBG_EINVAL, "%s: %s = %p is not aligned to %zu bytes (the size of its %s elements)",
+                     c->what, a->name, slots[ai].p, es,
+                     a->elem == UG_ELEM_T ? ug_dtype_name(dtype) : ug_elem_name(a->elem));
+  }
+  return UBG_OK;
+}
+
+/* Byte sizes of every tensor, overflow-checked; bytes[ai] = 0 for NULL.
+ * Every dimension is evaluated first, so an overflow names them all (and a
+ * zero dimension makes an empty tensor, whatever the others are). */
 static ubg_status size_tensors(const call *c, const ubg_slot *slots, const int64_t *env, int dtype, int64_t *bytes) {
   const ug_pass *p = c->p;
   for (int ai = 0; ai < p->nargs; ai++) {
     const ug_arg *a = &p->args[ai];
     bytes[ai] = 0;
     if (a->kind != UG_ARG_TENSOR || !slots[ai].p) continue;
-    int64_t n = (int64_t)ug_elem_bytes(a->elem, dtype);
-    char dims[256] = "";
+    int64_t es = (int64_t)ug_elem_bytes(a->elem, dtype), dims[UG_MAX_RANK], n = es;
+    bool empty = false;
     for (int d = 0; d < a->rank; d++) {
-      int64_t dim;
       ug_expr_err err;
-      if (ug_expr_eval(a->shape[d], env, &dim, &err) < 0)
+      if (ug_expr_eval(a->shape[d], env, &dims[d], &err) < 0)
         return rt_fail(c->ctx, UBG_EINVAL, "%s: dimension %d of %s (%s): %s", c->what, d, a->name,
                        ug_expr_source(a->shape[d]), err.msg);
-      size_t l = strlen(dims);
-      snprintf(dims + l, sizeof dims - l, "%s%lld", d ? " x " : "", (long long)dim);
-      if (dim < 0)
+      if (dims[d] < 0)
         return rt_fail(c->ctx, UBG_EINVAL, "%s: dimension %d of %s (%s) is %lld", c->what, d, a->name,
-                       ug_expr_source(a->shape[d]), (long long)dim);
-      if (__builtin_mul_overflow(n, dim, &n) || n > (int64_t)(PTRDIFF_MAX / 2))
-        return rt_fail(c->ctx, UBG_EINVAL, "%s: %s of %s%s elements does not fit in memory (the byte size overflows)",
-                       c->what, a->name, dims, d + 1 < a->rank ? " x ..." : "");
+                       ug_expr_source(a->shape[d]), (long long)dims[d]);
+      empty |= dims[d] == 0;
     }
-    bytes[ai] = n;
+    bool overflow = false;
+    for (int d = 0; d < a->rank && !empty && !overflow; d++)
+      overflow = __builtin_mul_overflow(n, dims[d], &n) || n > (int64_t)(PTRDIFF_MAX / 2);
+    if (overflow) {
+      char names[256] = "", values[256] = "";
+      for (int d = 0; d < a->rank; d++) {
+        size_t l = strlen(names), k = strlen(values);
+        snprintf(names + l, sizeof names - l, "%s%s", d ? " x " : "", ug_expr_source(a->shape[d]));
+        snprintf(values + k, sizeof values - k, "%s%lld", d ? " x " : "", (long long)dims[d]);
+      }
+      return rt_fail(c->ctx, UBG_EINVAL,
+                     "%s: %s of %s = %s elements of %lld bytes does not fit in memory (the byte size overflows)",
+                     c->what, a->name, names, values, (long long)es);
+    }
+    bytes[ai] = empty ? 0 : n;
   }
   return UBG_OK;
 }
@@ -285,7 +317,8 @@ ubg_status rt_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dty
   int64_t *env = calloc((size_t)p->nsyms + 1, sizeof *env);
   if (!env) return rt_fail(ctx, UBG_ENOMEM, "out of memory");
   int index = -1;
-  if ((s = match_args(&c, args, nargs, slots)) || (s = check_values(&c, slots, env)) ||
+  if ((s = match_args(&c, args, nargs, slots)) || (s = check_alignment(&c, slots, (int)dtype)) ||
+      (s = check_values(&c, slots, env)) ||
       (s = size_tensors(&c, slots, env, (int)dtype, bytes)) || (s = check_overlaps(&c, slots, bytes)) ||
       (s = check_ranges(&c, slots, env, (int)dtype, bytes)) ||
       (s = choose(&c, rp, (int)dtype, env, &index))) {

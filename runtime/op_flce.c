@@ -98,11 +98,25 @@ static ubg_status check_overlaps(const ubg_ctx *ctx, const region *r, int n) {
   return UBG_OK;
 }
 
-static ubg_status check_size(const ubg_ctx *ctx, const char *what, int64_t a, int64_t b, int64_t esize, int64_t *bytes) {
+/* what [a_name x b_name = a x b] of esize-byte elements, overflow-checked */
+static ubg_status check_size(const ubg_ctx *ctx, const char *what, const char *dims, int64_t a, int64_t b, int64_t esize,
+                             int64_t *bytes) {
   if (__builtin_mul_overflow(a, b, bytes) || __builtin_mul_overflow(*bytes, esize, bytes) ||
       *bytes > (int64_t)(PTRDIFF_MAX / 4))
-    return rt_fail(ctx, UBG_EINVAL, "ubg_flce: %s of %lld x %lld elements does not fit in memory (the byte size overflows)",
-                   what, (long long)a, (long long)b);
+    return rt_fail(ctx, UBG_EINVAL,
+                   "ubg_flce: %s of %s = %lld x %lld elements of %lld bytes does not fit in memory (the byte size "
+                   "overflows)",
+                   what, dims, (long long)a, (long long)b, (long long)esize);
+  return UBG_OK;
+}
+
+/* every pointer aligned to its element size, before anything reads it (as
+ * ubg_launch's check_alignment: a misaligned float * or int64_t * is
+ * undefined behaviour in C) */
+static ubg_status check_aligned(const ubg_ctx *ctx, const char *what, const void *p, size_t esize, const char *elem) {
+  if ((uintptr_t)p % esize)
+    return rt_fail(ctx, UBG_EINVAL, "ubg_flce: %s = %p is not aligned to %zu bytes (the size of its %s elements)", what,
+                   p, esize, elem);
   return UBG_OK;
 }
 
@@ -280,11 +294,25 @@ static ubg_status validate(plan *p, const ubg_flce_opts *opts, int64_t *loss_n) 
 
   int64_t es = (int64_t)p->es, b_x, b_w, b_t, b_v, b_loss, b_logits;
   ubg_status s;
+  const char *dt = p->dt == UBG_F32 ? "f32" : p->dt == UBG_F16 ? "f16" : "bf16";
+  if ((s = check_aligned(ctx, "x", p->x, p->es, dt)) || (s = check_aligned(ctx, "weight", p->weight, p->es, dt)) ||
+      (s = check_aligned(ctx, "target", p->target, 8, "i64")) ||
+      (s = check_aligned(ctx, "opts->ce_weight", o->ce_weight, p->es, dt)) ||
+      (s = check_aligned(ctx, "opts->bias", o->bias, p->es, dt)) ||
+      (s = check_aligned(ctx, "out->loss", out->loss, 4, "f32")) ||
+      (s = check_aligned(ctx, "out->z_loss", out->z_loss, 4, "f32")) ||
+      (s = check_aligned(ctx, "out->argmax", out->argmax, 8, "i64")) ||
+      (s = check_aligned(ctx, "out->dx", out->dx, p->es, dt)) ||
+      (s = check_aligned(ctx, "out->dweight", out->dweight, p->es, dt)) ||
+      (s = check_aligned(ctx, "out->dbias", out->dbias, p->es, dt)))
+    return s;
   *loss_n = o->reduction == UBG_REDUCE_NONE ? p->bt : 1;
-  if ((s = check_size(ctx, "x", p->bt, p->hidden, es, &b_x)) || (s = check_size(ctx, "weight", p->vocab, p->hidden, es, &b_w)) ||
-      (s = check_size(ctx, "target", p->bt, 1, 8, &b_t)) || (s = check_size(ctx, "the vocab", p->vocab, 1, es, &b_v)) ||
-      (s = check_size(ctx, "loss", *loss_n, 1, 4, &b_loss)) ||
-      (s = check_size(ctx, "a chunk of logits", p->chunk, p->vocab, 4, &b_logits)))
+  if ((s = check_size(ctx, "x", "bt x hidden", p->bt, p->hidden, es, &b_x)) ||
+      (s = check_size(ctx, "weight", "vocab x hidden", p->vocab, p->hidden, es, &b_w)) ||
+      (s = check_size(ctx, "target", "bt x 1", p->bt, 1, 8, &b_t)) ||
+      (s = check_size(ctx, "the vocab", "vocab x 1", p->vocab, 1, es, &b_v)) ||
+      (s = check_size(ctx, "loss", o->reduction == UBG_REDUCE_NONE ? "bt x 1" : "1 x 1", *loss_n, 1, 4, &b_loss)) ||
+      (s = check_size(ctx, "a chunk of logits", "chunk x vocab", p->chunk, p->vocab, 4, &b_logits)))
     return s;
   region r[] = {
       {"x", p->x, b_x, false},
@@ -330,7 +358,8 @@ static void reduction_factors(plan *p) {
     for (int64_t v = 0; v < p->vocab; v++) wsum += ld(p->ce_weight, v, p->dt);
   bool mean = p->o.reduction == UBG_REDUCE_MEAN;
   p->scale_n = mean ? (float)(1.0 / (double)(n_valid > 0 ? n_valid : 1)) : 1.0f;
-  p->scale_w = mean && p->ce_weight ? (float)(1.0 / (sw > 1e-12 ? sw : 1e-12)) : 1.0f;
+  /* a NaN among the class weights stays NaN (the clamp is for a sum near 0) */
+  p->scale_w = mean && p->ce_weight ? (float)(1.0 / (sw > 1e-12 || isnan(sw) ? sw : 1e-12)) : 1.0f;
   p->weight_sum = (float)wsum;
 }
 

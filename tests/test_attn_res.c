@@ -171,12 +171,14 @@ static void sweep_bwd(int dt, const ar_shape *s) {
 }
 
 #define SHAPE_TESTS(name, N, TOK, D)                                                      \
-  Test(attn_res_fwd, name, .timeout = 300) {                                              \
+  Test(attn_res_fwd, name, .timeout = 300 * TC_TIME_SCALE) {                                              \
     const ar_shape s = {N, TOK, D};                                                       \
+    tc_skip_if_large((int64_t)(N) * (TOK) * (D), #name);                                  \
     for (int dt = 0; dt < 3; dt++) sweep_fwd(dt, &s);                                     \
   }                                                                                       \
-  Test(attn_res_bwd, name, .timeout = 300) {                                              \
+  Test(attn_res_bwd, name, .timeout = 300 * TC_TIME_SCALE) {                                              \
     const ar_shape s = {N, TOK, D};                                                       \
+    tc_skip_if_large((int64_t)(N) * (TOK) * (D), #name);                                  \
     for (int dt = 0; dt < 3; dt++) sweep_bwd(dt, &s);                                     \
   }
 

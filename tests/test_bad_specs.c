@@ -31,100 +31,14 @@
 
 #define CASES_DIR UBGEN_SRC "/tests/bad-specs"
 #define MIN_CASES 30
-#define RUN_TIMEOUT "60" /* seconds for one ubgen run; a hang is a failure, not a stuck test */
 
 /* ---- scratch directory and running ubgen ---------------------------------------- */
 
-static char scratch[256];
+#include "run_ubgen.h"
 
-static void setup(void) {
-  /* nothing from the caller's environment may change what ubgen sees */
-  unsetenv("UBGEN_SPEC_PATH");
-  unsetenv("UBGEN_DATA_DIR");
-  unsetenv("UBGEN_UB_BYTES");
-  unsetenv("ASCEND_UB_CAPACITY_BITS");
-  unsetenv("UBGEN_BACKEND");
-  unsetenv("UBGEN_LOG");
-  unsetenv("UBGEN_TUNING_DB");
-  snprintf(scratch, sizeof scratch, "/tmp/ubgen_test_bad_specs_XXXXXX");
-  cr_assert_not_null(mkdtemp(scratch), "mkdtemp: %s", strerror(errno));
-  char cache[300];
-  snprintf(cache, sizeof cache, "%s/cache", scratch);
-  setenv("UBGEN_CACHE_DIR", cache, 1);
-}
+static void setup(void) { scratch_setup("bad_specs"); }
 
-static void teardown(void) {
-  if (strncmp(scratch, "/tmp/ubgen_test_bad_specs_", 26) == 0) {
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
-    if (system(cmd) != 0) cr_log_warn("could not remove %s", scratch);
-  }
-}
-
-TestSuite(bad_specs, .init = setup, .fini = teardown, .timeout = 600);
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 4096, n = 0, got;
-  char *buf = malloc(cap);
-  while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-    n += got;
-    if (n + 1 == cap) buf = realloc(buf, cap *= 2);
-  }
-  fclose(f);
-  if (buf) buf[n] = '\0';
-  return buf;
-}
-
-typedef struct {
-  int status;       /* exit status; -1 when killed by a signal */
-  char how[64];     /* "exit 2", "timed out", "killed by signal 11" */
-  char *out, *err;
-} run_result;
-
-static void run_free(run_result *r) {
-  free(r->out);
-  free(r->err);
-  memset(r, 0, sizeof *r);
-}
-
-/* runs `ubgen ARGS` (shell text: our paths hold no spaces or quotes) */
-static run_result ubgen(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static run_result ubgen(const char *fmt, ...) {
-  char args[4096], cmd[8192], out[400], err[400];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(args, sizeof args, fmt, ap);
-  va_end(ap);
-  snprintf(out, sizeof out, "%s/stdout", scratch);
-  snprintf(err, sizeof err, "%s/stderr", scratch);
-  snprintf(cmd, sizeof cmd, "exec timeout -k 5 %s '%s' %s >'%s' 2>'%s' </dev/null", RUN_TIMEOUT, UBGEN_BIN, args, out,
-           err);
-  int st = system(cmd);
-  run_result r = {0};
-  if (st != -1 && WIFEXITED(st)) {
-    r.status = WEXITSTATUS(st);
-    if (r.status == 124) snprintf(r.how, sizeof r.how, "timed out after %s s", RUN_TIMEOUT);
-    else if (r.status > 128) snprintf(r.how, sizeof r.how, "killed by signal %d", r.status - 128);
-    else snprintf(r.how, sizeof r.how, "exit %d", r.status);
-  } else {
-    r.status = -1;
-    snprintf(r.how, sizeof r.how, "killed by signal %d", st != -1 && WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-  }
-  r.out = slurp(out);
-  r.err = slurp(err);
-  if (!r.out) r.out = strdup("");
-  if (!r.err) r.err = strdup("");
-  unlink(out);
-  unlink(err);
-  return r;
-}
-
-static bool exists(const char *path) {
-  struct stat st;
-  return lstat(path, &st) == 0;
-}
+TestSuite(bad_specs, .init = setup, .fini = scratch_teardown, .timeout = 600 * TC_TIME_SCALE);
 
 static bool is_dir(const char *path) {
   struct stat st;

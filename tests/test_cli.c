@@ -20,89 +20,11 @@
 
 /* ---- running ubgen ------------------------------------------------------------ */
 
-static char scratch[256]; /* this test's temporary directory */
+#include "run_ubgen.h"
 
-static void cli_setup(void) {
-  /* nothing from the caller's environment may change what ubgen sees */
-  unsetenv("UBGEN_SPEC_PATH");
-  unsetenv("UBGEN_DATA_DIR");
-  unsetenv("UBGEN_UB_BYTES");
-  unsetenv("ASCEND_UB_CAPACITY_BITS");
-  unsetenv("UBGEN_BACKEND");
-  unsetenv("UBGEN_LOG");
-  unsetenv("UBGEN_TUNING_DB");
-  snprintf(scratch, sizeof scratch, "/tmp/ubgen_test_cli_XXXXXX");
-  cr_assert_not_null(mkdtemp(scratch), "mkdtemp: %s", strerror(errno));
-  char cache[300];
-  snprintf(cache, sizeof cache, "%s/cache", scratch);
-  setenv("UBGEN_CACHE_DIR", cache, 1);
-}
+static void cli_setup(void) { scratch_setup("cli"); }
 
-static void cli_teardown(void) {
-  if (strncmp(scratch, "/tmp/ubgen_test_cli_", 20) == 0) {
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch);
-    if (system(cmd) != 0) cr_log_warn("could not remove %s", scratch);
-  }
-}
-
-TestSuite(cli, .init = cli_setup, .fini = cli_teardown, .timeout = 60);
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  size_t got;
-  while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-    n += got;
-    if (cap - n - 1 == 0) {
-      cap *= 2;
-      buf = realloc(buf, cap);
-    }
-  }
-  fclose(f);
-  if (buf) buf[n] = '\0';
-  return buf;
-}
-
-typedef struct {
-  int status; /* exit status, or -1 when killed by a signal */
-  char *out, *err;
-} run_result;
-
-static void run_free(run_result *r) {
-  free(r->out);
-  free(r->err);
-  memset(r, 0, sizeof *r);
-}
-
-/* runs `ubgen ARGS` (ARGS is shell text; our paths have no spaces) */
-static run_result ubgen(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static run_result ubgen(const char *fmt, ...) {
-  char args[4096], cmd[8192], out[400], err[400];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(args, sizeof args, fmt, ap);
-  va_end(ap);
-  snprintf(out, sizeof out, "%s/stdout", scratch);
-  snprintf(err, sizeof err, "%s/stderr", scratch);
-  snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s' </dev/null", UBGEN_BIN, args, out, err);
-  int st = system(cmd);
-  run_result r;
-  r.status = st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  cr_assert_not_null(r.out);
-  cr_assert_not_null(r.err);
-  unlink(out);
-  unlink(err);
-  return r;
-}
-
-#define assert_status(r, want)                                                                                         \
-  cr_assert_eq((r).status, (want), "exit status %d, want %d\n--- stdout:\n%.2000s\n--- stderr:\n%.2000s", (r).status,  \
-               (want), (r).out, (r).err)
+TestSuite(cli, .init = cli_setup, .fini = scratch_teardown, .timeout = 60 * TC_TIME_SCALE);
 
 static void write_file(const char *path, const char *text) {
   FILE *f = fopen(path, "wb");
@@ -116,11 +38,6 @@ static char *path_in(const char *dir, const char *name) {
   char *p = malloc(strlen(dir) + strlen(name) + 2);
   sprintf(p, "%s/%s", dir, name);
   return p;
-}
-
-static bool exists(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0;
 }
 
 static int cmp_strp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -1278,7 +1195,7 @@ static int db_keys(const char *path, char keys[][64], int max) {
 }
 
 /* two shards of one sweep run disjoint halves; merged, they hold the sweep */
-Test(cli, tune_shards_merge_into_the_whole_sweep, .timeout = 120) {
+Test(cli, tune_shards_merge_into_the_whole_sweep, .timeout = 120 * TC_TIME_SCALE) {
   const char *sweep = "tune rms_norm.fwd --dtype f32 --shape rows=16:64,cols=256/512 --reps 1";
   for (int s = 1; s <= 2; s++) {
     run_result r = ubgen("%s --shard %d/2 --db %s/part%d.json", sweep, s, scratch, s);
@@ -1350,6 +1267,32 @@ Test(cli, tune_merge_refuses_bad_inputs_and_writes_nothing) {
     cr_assert(strstr(r.err, "tune merge"), "%s: %s", usage[i], r.err);
     run_free(&r);
   }
+}
+
+/* a DB holding another machine's timings is not mixed with this one's:
+ * tune (before its sweep) and merge refuse it as --db, and leave it as it was */
+Test(cli, tune_and_merge_refuse_a_db_of_another_cpu) {
+  char other[400], mine[400];
+  snprintf(other, sizeof other, "%s/other.json", scratch);
+  snprintf(mine, sizeof mine, "%s/mine.json", scratch);
+  const char *text = "{\"version\": 1, \"cpu\": \"Not This CPU\", \"entries\": []}\n";
+  write_file(other, text);
+  run_result r = ubgen("tune rms_norm.fwd --dtype f32 --shape rows=16,cols=256 --reps 1 --db %s", other);
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "holds timings tuned on \"Not This CPU\"") && !strstr(r.out, "rms_norm_fwd"), "%s%s", r.out,
+            r.err);
+  run_free(&r);
+  r = ubgen("tune rms_norm.fwd --dtype f32 --shape rows=16,cols=256 --reps 1 --db %s", mine);
+  assert_status(r, 0);
+  run_free(&r);
+  r = ubgen("tune merge %s --db %s", mine, other);
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "holds timings tuned on \"Not This CPU\"") && strstr(r.err, "nothing written"), "%s",
+            r.err);
+  run_free(&r);
+  char *now = slurp(other);
+  cr_assert_str_eq(now, text, "the other CPU's DB was changed");
+  free(now);
 }
 
 Test(cli, shape_lists_and_ranges_are_checked) {

@@ -26,9 +26,11 @@ static void teardown(void) {
   cr_assert_eq(system(cmd), 0);
 }
 
-/* rms_norm.fwd bf16 at rows x 4096 (bucketed) -> variant */
-static void write_entry(int64_t rows, const char *variant) {
+/* rms_norm.fwd bf16 at rows x 4096 (bucketed) -> variant, in a DB tuned on
+ * cpu ("": a DB that names none) */
+static void write_entry_on(int64_t rows, const char *variant, const char *cpu) {
   ug_tunedb db = {0};
+  snprintf(db.cpu, sizeof db.cpu, "%s", cpu);
   ug_tune_entry e;
   memset(&e, 0, sizeof e);
   snprintf(e.kernel, sizeof e.kernel, "rms_norm");
@@ -49,6 +51,7 @@ static void write_entry(int64_t rows, const char *variant) {
   cr_assert_eq(ug_tunedb_merge_save(db_path, &db, err, sizeof err, warn, sizeof warn), 0, "%s", err);
   ug_tunedb_free(&db);
 }
+static void write_entry(int64_t rows, const char *variant) { write_entry_on(rows, variant, ""); }
 
 /* the variant a bf16 RMSNorm forward of rows x 4096 runs in a fresh context */
 static const char *run(int64_t rows, char *buf, size_t n) {
@@ -80,6 +83,31 @@ Test(dispatch, unusable_entries_fall_back, .init = setup, .fini = teardown) {
   cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n@aot");
   write_entry(128, "rms_norm_fwd_bf16_d1024_m2_n"); /* does not apply: non-tiled, BLOCK_D < cols */
   cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n@aot");
+}
+
+/* a DB's timings hold for the machine that made them: another CPU's DB is
+ * not followed (this machine's is) */
+Test(dispatch, another_cpus_db_is_ignored, .init = setup, .fini = teardown) {
+  char v[256], here[128];
+  ug_tune_cpu_name(here, sizeof here);
+  cr_assert(here[0], "this machine's /proc/cpuinfo names no CPU");
+  write_entry_on(128, "rms_norm_fwd_bf16_d1024_m1_t", "Some Other CPU @ 1.0GHz");
+  cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n@aot", "another CPU's DB was followed");
+  /* ubgen plan says so */
+  char cmd[512], line[512];
+  snprintf(cmd, sizeof cmd, "%s plan rms_norm.fwd --dtype bf16 --shape rows=100,cols=4096 --db %s 2>&1", UBGEN_BIN,
+           db_path);
+  FILE *p = popen(cmd, "r");
+  int warned = 0, dflt = 0;
+  while (fgets(line, sizeof line, p)) {
+    warned |= strstr(line, "tuned on \"Some Other CPU @ 1.0GHz\", but this machine is") != NULL;
+    dflt |= strstr(line, "choice    rms_norm_fwd_bf16_d4096_m1_n") != NULL;
+  }
+  cr_assert_eq(pclose(p), 0);
+  cr_assert(warned && dflt, "plan: warned %d, default choice %d", warned, dflt);
+  unlink(db_path);
+  write_entry_on(128, "rms_norm_fwd_bf16_d1024_m1_t", here);
+  cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d1024_m1_t@aot", "this CPU's DB was not followed");
 }
 
 Test(dispatch, corrupt_db_is_ignored, .init = setup, .fini = teardown) {

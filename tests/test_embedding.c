@@ -147,12 +147,14 @@ static void sweep_bwd(int dt, const emb_shape *s) {
 }
 
 #define SHAPE_TESTS(name, V, D, N, PAD)                                                      \
-  Test(embedding_fwd, name, .timeout = 300) {                                                \
+  Test(embedding_fwd, name, .timeout = 300 * TC_TIME_SCALE) {                                                \
     const emb_shape s = {V, D, N, PAD};                                                      \
+    tc_skip_if_large((int64_t)(V) * (D) + (int64_t)(N) * (D), #name);                       \
     for (int dt = 0; dt < 3; dt++) sweep_fwd(dt, &s);                                        \
   }                                                                                          \
-  Test(embedding_bwd, name, .timeout = 300) {                                                \
+  Test(embedding_bwd, name, .timeout = 300 * TC_TIME_SCALE) {                                                \
     const emb_shape s = {V, D, N, PAD};                                                      \
+    tc_skip_if_large((int64_t)(V) * (D) + (int64_t)(N) * (D), #name);                       \
     for (int dt = 0; dt < 3; dt++) sweep_bwd(dt, &s);                                        \
   }
 

@@ -401,7 +401,7 @@ Test(flce_options, reduction_none) {
   }
 }
 
-Test(flce_options, all_combined, .timeout = 120) {
+Test(flce_options, all_combined, .timeout = 120 * TC_TIME_SCALE) {
   const ubg_reduction reds[3] = {UBG_REDUCE_MEAN, UBG_REDUCE_SUM, UBG_REDUCE_NONE};
   FOR_DTYPES(ctx) {
     for (int k = 0; k < 3; k++) {
@@ -482,7 +482,7 @@ static void ce_variants_sweep(int dt, int64_t vocab) {
   ubg_ctx_destroy(ctx);
 }
 
-Test(flce_edge, vocab_not_a_multiple_of_block_v, .timeout = 120) {
+Test(flce_edge, vocab_not_a_multiple_of_block_v, .timeout = 120 * TC_TIME_SCALE) {
   for (int dt = 0; dt < 3; dt++) {
     ce_variants_sweep(dt, 600);
     ce_variants_sweep(dt, 4099);
@@ -603,7 +603,7 @@ Test(flce_bitwise, one_and_two_threads) {
   }
 }
 
-Test(flce_bitwise, gemm_variants, .timeout = 120) {
+Test(flce_bitwise, gemm_variants, .timeout = 120 * TC_TIME_SCALE) {
   for (int dt = 0; dt < 3; dt++) {
     fc c = bitwise_case(dt);
     char where[300];
@@ -872,7 +872,7 @@ static void torch_check(ubg_ctx *ctx, const char *dir, const fc *c, const fin *i
   free_out(&o);
 }
 
-Test(flce_torch, matches_torch_cross_entropy, .timeout = 300) {
+Test(flce_torch, matches_torch_cross_entropy, .timeout = 300 * TC_TIME_SCALE) {
   const char *python = torch_python();
   if (!python)
     cr_skip("python3-torch is absent (python3 -c 'import torch' fails): the comparison with "

@@ -79,19 +79,19 @@ static void same_bits(const char *pass, int dt, ubg_backend backend) {
   if (backend == UBG_BACKEND_GCC) tc_drop_cache();
 }
 
-Test(jit_tcc, fwd_f32_same_bits, .timeout = 120) { same_bits("fwd", UBG_F32, UBG_BACKEND_TCC); }
-Test(jit_tcc, fwd_f16_same_bits, .timeout = 120) { same_bits("fwd", UBG_F16, UBG_BACKEND_TCC); }
-Test(jit_tcc, fwd_bf16_same_bits, .timeout = 120) { same_bits("fwd", UBG_BF16, UBG_BACKEND_TCC); }
-Test(jit_tcc, bwd_f32_same_bits, .timeout = 120) { same_bits("bwd", UBG_F32, UBG_BACKEND_TCC); }
-Test(jit_tcc, bwd_f16_same_bits, .timeout = 120) { same_bits("bwd", UBG_F16, UBG_BACKEND_TCC); }
-Test(jit_tcc, bwd_bf16_same_bits, .timeout = 120) { same_bits("bwd", UBG_BF16, UBG_BACKEND_TCC); }
+Test(jit_tcc, fwd_f32_same_bits, .timeout = 120 * TC_TIME_SCALE) { same_bits("fwd", UBG_F32, UBG_BACKEND_TCC); }
+Test(jit_tcc, fwd_f16_same_bits, .timeout = 120 * TC_TIME_SCALE) { same_bits("fwd", UBG_F16, UBG_BACKEND_TCC); }
+Test(jit_tcc, fwd_bf16_same_bits, .timeout = 120 * TC_TIME_SCALE) { same_bits("fwd", UBG_BF16, UBG_BACKEND_TCC); }
+Test(jit_tcc, bwd_f32_same_bits, .timeout = 120 * TC_TIME_SCALE) { same_bits("bwd", UBG_F32, UBG_BACKEND_TCC); }
+Test(jit_tcc, bwd_f16_same_bits, .timeout = 120 * TC_TIME_SCALE) { same_bits("bwd", UBG_F16, UBG_BACKEND_TCC); }
+Test(jit_tcc, bwd_bf16_same_bits, .timeout = 120 * TC_TIME_SCALE) { same_bits("bwd", UBG_BF16, UBG_BACKEND_TCC); }
 /* every 4th variant through gcc too: about 0.3 s of gcc each */
-Test(jit_gcc, fwd_f32_same_bits, .timeout = 300) { same_bits("fwd", UBG_F32, UBG_BACKEND_GCC); }
-Test(jit_gcc, fwd_f16_same_bits, .timeout = 300) { same_bits("fwd", UBG_F16, UBG_BACKEND_GCC); }
-Test(jit_gcc, fwd_bf16_same_bits, .timeout = 300) { same_bits("fwd", UBG_BF16, UBG_BACKEND_GCC); }
-Test(jit_gcc, bwd_f32_same_bits, .timeout = 300) { same_bits("bwd", UBG_F32, UBG_BACKEND_GCC); }
-Test(jit_gcc, bwd_f16_same_bits, .timeout = 300) { same_bits("bwd", UBG_F16, UBG_BACKEND_GCC); }
-Test(jit_gcc, bwd_bf16_same_bits, .timeout = 300) { same_bits("bwd", UBG_BF16, UBG_BACKEND_GCC); }
+Test(jit_gcc, fwd_f32_same_bits, .timeout = 300 * TC_TIME_SCALE) { same_bits("fwd", UBG_F32, UBG_BACKEND_GCC); }
+Test(jit_gcc, fwd_f16_same_bits, .timeout = 300 * TC_TIME_SCALE) { same_bits("fwd", UBG_F16, UBG_BACKEND_GCC); }
+Test(jit_gcc, fwd_bf16_same_bits, .timeout = 300 * TC_TIME_SCALE) { same_bits("fwd", UBG_BF16, UBG_BACKEND_GCC); }
+Test(jit_gcc, bwd_f32_same_bits, .timeout = 300 * TC_TIME_SCALE) { same_bits("bwd", UBG_F32, UBG_BACKEND_GCC); }
+Test(jit_gcc, bwd_f16_same_bits, .timeout = 300 * TC_TIME_SCALE) { same_bits("bwd", UBG_F16, UBG_BACKEND_GCC); }
+Test(jit_gcc, bwd_bf16_same_bits, .timeout = 300 * TC_TIME_SCALE) { same_bits("bwd", UBG_BF16, UBG_BACKEND_GCC); }
 
 /* 8 threads, each calling 8 shapes that need 8 different variants, in a
  * different order: 8 compiles in all */
@@ -341,7 +341,7 @@ Test(jit_gcc, a_c_error_is_ecompile_with_gccs_message) {
 }
 
 /* AUTO with UBGEN_JIT_ASYNC=1: tcc now, gcc in the background, then gcc */
-Test(jit_gcc, async_gcc_replaces_tcc_code_when_ready, .timeout = 60) {
+Test(jit_gcc, async_gcc_replaces_tcc_code_when_ready, .timeout = 60 * TC_TIME_SCALE) {
   tc_fresh_cache();
   setenv("UBGEN_JIT_ASYNC", "1", 1);
   char ran[16];

@@ -134,10 +134,10 @@ static void same_bits(const char *kernel, const char *pass, int dt, ubg_backend 
 }
 
 #define JIT_TESTS(kernel, pass)                                                                              \
-  Test(jit_tcc_##kernel, pass, .timeout = 300) {                                                             \
+  Test(jit_tcc_##kernel, pass, .timeout = 300 * TC_TIME_SCALE) {                                                             \
     for (int dt = 0; dt < 3; dt++) same_bits(#kernel, #pass, dt, UBG_BACKEND_TCC, 1);                        \
   }                                                                                                          \
-  Test(jit_gcc_##kernel, pass, .timeout = 300) {                                                             \
+  Test(jit_gcc_##kernel, pass, .timeout = 300 * TC_TIME_SCALE) {                                                             \
     for (int dt = 0; dt < 3; dt++) same_bits(#kernel, #pass, dt, UBG_BACKEND_GCC, 7);                       \
   }
 

@@ -16,6 +16,28 @@
 #include "ref/ref.h"
 #include "ubgen.h"
 
+/* test timeouts are multiplied by this: make test-valgrind runs everything
+ * 20-50 times slower */
+#ifndef TC_TIME_SCALE
+#define TC_TIME_SCALE 1
+#endif
+
+/* make test-valgrind (TC_REDUCED) leaves out the shapes whose tensors hold
+ * more than TC_MAX_ELEMS elements in all: under valgrind each would take
+ * minutes, and the smaller shapes run the same code paths (tiled and not,
+ * vector bodies and tails, one and two threads). */
+#ifdef TC_REDUCED
+#define TC_MAX_ELEMS ((int64_t)1 << 20)
+#else
+#define TC_MAX_ELEMS INT64_MAX
+#endif
+#define tc_skip_if_large(elems, shape)                                                                      \
+  do {                                                                                                      \
+    if ((int64_t)(elems) > TC_MAX_ELEMS)                                                                    \
+      cr_skip_test("%s: %lld elements, more than the %lld a reduced run takes", shape, (long long)(elems), \
+                   (long long)TC_MAX_ELEMS);                                                                \
+  } while (0)
+
 static inline uint64_t tc_next(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -44,6 +66,25 @@ typedef struct {
   int n;
 } tc_variants;
 
+#ifdef TC_REDUCED
+/* make test-valgrind builds the tests with -DTC_REDUCED=N: a sweep takes
+ * every Nth feasible variant, plus the first tiled one and the widest
+ * non-tiled one, so that every shape a test runs still has a variant of
+ * each kind that applies (a tiled variant applies to any row length, a
+ * non-tiled one to rows up to its BLOCK_D). */
+static inline void tc_sample(tc_variants *t) {
+  int widest = -1, first_tiled = -1, n = 0;
+  for (int i = 0; i < t->n; i++) {
+    const ug_variant *v = &t->v[i];
+    if (v->pt.tiled == 1 && first_tiled < 0) first_tiled = i;
+    if (v->pt.tiled == 0 && (widest < 0 || v->pt.axis[0] > t->v[widest].pt.axis[0])) widest = i;
+  }
+  for (int i = 0; i < t->n; i++)
+    if (i % (TC_REDUCED) == 0 || i == widest || i == first_tiled) t->v[n++] = t->v[i];
+  t->n = n;
+}
+#endif
+
 static inline tc_variants tc_kernel_variants(const char *kernel, const char *pass, int dtype) {
   tc_variants out = {0};
   ug_diag d;
@@ -60,6 +101,9 @@ static inline tc_variants tc_kernel_variants(const char *kernel, const char *pas
   for (int i = 0; i < n; i++)
     if (ug_fits(&all[i], &b)) out.v[out.n++] = all[i];
   free(all);
+#ifdef TC_REDUCED
+  tc_sample(&out);
+#endif
   return out;
 }
 

@@ -8,7 +8,12 @@
  * untouched. A context may be used from several threads at once.
  *
  * Tensors are dense, row-major, in the storage dtype of the call unless a
- * comment says f32; sizes are element counts.
+ * comment says f32; sizes are element counts. A tensor pointer must be
+ * aligned to its element size (UBG_EINVAL otherwise; no wider alignment is
+ * needed). An output may not overlap any other tensor, except where a
+ * comment says it may equal one. NaN and Inf in tensors are data, carried
+ * through as the double-precision reference does; float arguments (eps,
+ * offset, FLCE's options) must be finite.
  */
 #ifndef UBGEN_H
 #define UBGEN_H
@@ -53,7 +58,7 @@ UBG_API ubg_status  ubg_set_variant(ubg_ctx *ctx, const char *kernel, const char
 typedef enum { UBG_CAST_LLAMA, UBG_CAST_GEMMA, UBG_CAST_NONE } ubg_casting;
 UBG_API ubg_status ubg_rms_norm_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols,
     const void *x, const void *w /* [cols] or NULL */, float eps, float offset,
-    ubg_casting, void *y, float *rstd /* [rows] */);
+    ubg_casting, void *y /* may equal x */, float *rstd /* [rows] */);
 UBG_API ubg_status ubg_rms_norm_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols,
     const void *dy, const void *x, const void *w, const float *rstd, float offset,
     ubg_casting, void *dx /* may equal dy */, void *dw /* [cols]; NULL iff w NULL */);

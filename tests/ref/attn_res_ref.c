@@ -55,9 +55,14 @@ static void attn_res_bwd_ref(const ref_slot *a, int dt, double *const *outs) {
     }
     for (int64_t i = 0; i < nb; i++) {
       const int64_t base = (i * tokens + t) * dim;
-      double al = alpha[t * nb + i], r = rstd[t * nb + i], ds = al * (da[i] - sum_a_da), sdv = 0;
-      for (int64_t d = 0; d < dim; d++)
-        sdv += ds * ref_load(wq, d, dt) * ref_load(wn, d, dt) * ref_load(v, base + d, dt);
+      double al = alpha[t * nb + i], r = rstd[t * nb + i], ds = al * (da[i] - sum_a_da), e = 0;
+      /* sum_d dk_i v_i with the scalar ds_i taken out, ds_i sum_d wq wn v_i
+       * (as DESIGN.md's dk_i = ds_i w_query w_norm gives it, and as the
+       * kernels evaluate it): with an infinite ds_i (an Inf in dout or v)
+       * the sum of the expanded terms would be Inf - Inf = NaN where the
+       * product is +-Inf */
+      for (int64_t d = 0; d < dim; d++) e += ref_load(wq, d, dt) * ref_load(wn, d, dt) * ref_load(v, base + d, dt);
+      const double sdv = ds * e;
       for (int64_t d = 0; d < dim; d++) {
         double vd = ref_load(v, base + d, dt), q = ref_load(wq, d, dt), w = ref_load(wn, d, dt);
         double dk = ds * q * w;

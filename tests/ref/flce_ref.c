@@ -66,7 +66,9 @@ static void ce_row(const ce_params *p, const double *l, int64_t y, double *z, do
   double wz = 0; /* sum_v w_v z_v */
   for (int64_t v = 0; v < V; v++) wz += (p->w ? p->w[v] : 1.0) * z[v];
   const double wsum = p->w ? p->wsum : (double)V;
-  const double smooth = eps * (lse * wsum - wz);
+  /* no smoothing term without smoothing: eps = 0 times an infinite sum (a
+   * logit at -Inf, a masked token) would make it NaN */
+  const double smooth = p->ls > 0 ? eps * (lse * wsum - wz) : 0.0;
   const double raw = (1 - p->ls) * w_y * (lse - z[y]) + smooth;
   *zl = p->s * lse * lse * p->scale_n;
   *loss = raw * (p->w ? p->scale_w : p->scale_n) + *zl;
@@ -75,7 +77,8 @@ static void ce_row(const ce_params *p, const double *l, int64_t y, double *z, do
   const double scale = p->w ? p->scale_w : p->scale_n;
   for (int64_t v = 0; v < V; v++) {
     const double pv = exp(z[v] - lse), wv = p->w ? p->w[v] : 1.0;
-    double gv = ((1 - p->ls) * w_y * (pv - (v == y ? 1.0 : 0.0)) + eps * (wsum * pv - wv)) * scale +
+    const double smooth_v = p->ls > 0 ? eps * (wsum * pv - wv) : 0.0;
+    double gv = ((1 - p->ls) * w_y * (pv - (v == y ? 1.0 : 0.0)) + smooth_v) * scale +
                 2 * p->s * lse * pv * p->scale_n;
     if (p->cap > 0) {
       const double t = tanh(l[v] / p->cap);
@@ -121,7 +124,7 @@ void flce_ref_full(int dt, int64_t bt, int64_t hidden, int64_t vocab, const void
                        .s = o->lse_square_scale,
                        .cap = o->softcap,
                        .scale_n = mean ? 1.0 / (double)(n_valid > 1 ? n_valid : 1) : 1.0,
-                       .scale_w = mean && cw ? 1.0 / (sw > 1e-12 ? sw : 1e-12) : 1.0,
+                       .scale_w = mean && cw ? 1.0 / (sw > 1e-12 || isnan(sw) ? sw : 1e-12) : 1.0,
                        .wsum = wsum,
                        .w = cw};
 
@@ -154,7 +157,11 @@ void flce_ref_full(int dt, int64_t bt, int64_t hidden, int64_t vocab, const void
       if (z_loss) z_loss[0] += zr;
     }
     if (argmax) argmax[r] = ar;
-    if (!want_grad || target[r] == o->ignore_index) continue;
+    /* an ignored row's gradient is 0 (ce_row wrote zeros) and still goes
+     * through the products, as in torch and Liger (and the per-pass
+     * references below): 0 * NaN or 0 * Inf in the row's x or in the
+     * weight gives NaN in dweight or in the row's dx */
+    if (!want_grad) continue;
     for (int64_t v = 0; v < V; v++) {
       const double g = l[v];
       if (dx)
