@@ -80,13 +80,13 @@ int cmd_tune_merge(int argc, char **argv) {
     }
     ug_tunedb_free(&part);
   }
-  char err[1024], warn[1024];
-  if (rc == EXIT_OK && ug_tunedb_other_cpu(out, all.cpu, err, sizeof err) != 0) {
-    cli_error("tune merge: %s; nothing written", err);
-    rc = EXIT_USAGE;
-  }
   if (rc == EXIT_OK) {
-    if (ug_tunedb_merge_save(out, &all, err, sizeof err, warn, sizeof warn) < 0) {
+    char err[1024], warn[1024];
+    int saved = ug_tunedb_merge_save(out, &all, err, sizeof err, warn, sizeof warn);
+    if (saved == -2) { /* OUT is another machine's: bad input, like a foreign input */
+      cli_error("tune merge: %s; nothing written", err);
+      rc = EXIT_USAGE;
+    } else if (saved < 0) {
       cli_error("tune merge: %s", err);
       rc = EXIT_FAILED;
     } else {

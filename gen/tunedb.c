@@ -336,30 +336,34 @@ static int write_atomic(const char *path, const char *text, char *err, size_t ne
   return 0;
 }
 
+/* true when the file at path, tuned on have, is not for want (both named):
+ * one DB holds one machine's timings; why says so */
+static bool other_cpu(const char *path, const char *have, const char *want, char *why, size_t nwhy) {
+  if (!have[0] || !want[0] || !strcmp(have, want)) return false;
+  say(why, nwhy, "%s holds timings tuned on \"%s\", not on \"%s\"; give another DB, or remove that one", path, have,
+      want);
+  return true;
+}
+
 int ug_tunedb_other_cpu(const char *path, const char *cpu, char *why, size_t nwhy) {
   ug_tunedb old;
   char warn[1024];
   say(why, nwhy, "");
   int rc = ug_tunedb_load(path, &old, warn, sizeof warn);
   if (rc < 0) return say(why, nwhy, "%s: out of memory", path), -1;
-  rc = rc == 0 && old.cpu[0] && cpu[0] && strcmp(old.cpu, cpu);
-  if (rc)
-    say(why, nwhy, "%s holds timings tuned on \"%s\", not on \"%s\"; give another DB, or remove that one", path,
-        old.cpu, cpu);
+  rc = rc == 0 && other_cpu(path, old.cpu, cpu, why, nwhy);
   ug_tunedb_free(&old);
   return rc;
 }
 
 /* merged := the file's entries, then db's (db wins); the file's cpu unless db
- * names one, and then they must agree */
+ * names one, and then they must agree (-2 when not) */
 static int merge_and_write(const char *path, const ug_tunedb *db, char *err, size_t nerr, char *warn, size_t nwarn) {
   ug_tunedb merged;
   if (ug_tunedb_load(path, &merged, warn, nwarn) < 0) return say(err, nerr, "%s: out of memory", path), -1;
-  if (merged.cpu[0] && db->cpu[0] && strcmp(merged.cpu, db->cpu)) {
-    say(err, nerr, "%s holds timings tuned on \"%s\", not on \"%s\"; give another DB, or remove that one", path,
-        merged.cpu, db->cpu);
+  if (other_cpu(path, merged.cpu, db->cpu, err, nerr)) {
     ug_tunedb_free(&merged);
-    return -1;
+    return -2;
   }
   if (db->cpu[0]) snprintf(merged.cpu, sizeof merged.cpu, "%.*s", (int)sizeof db->cpu - 1, db->cpu);
   int rc = 0;

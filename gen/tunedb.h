@@ -73,8 +73,8 @@ const ug_tune_entry *ug_tunedb_find(const ug_tunedb *db, const char *kernel, con
 
 /* Merges db's entries into the file at path (db's win on equal keys) under
  * the lock, written atomically; an unusable existing file is replaced (its
- * warning goes to warn), one tuned on another CPU than db's is refused.
- * 0 ok; -1 with err set. */
+ * warning goes to warn). 0 ok; -1 with err set; -2 when the file was
+ * tuned on another CPU than db's (err says both; nothing written). */
 int ug_tunedb_merge_save(const char *path, const ug_tunedb *db, char *err, size_t nerr, char *warn, size_t nwarn);
 
 void ug_tunedb_free(ug_tunedb *db);
