@@ -8,21 +8,58 @@
     operations as vector calls over staged chunks. }}
 enum { ROWS = 4 }; /* rows at a time in load_dot_rows and score_rows */
 
-/* rows + i * stride = the row src[base + i * plane, + n) as it is, for
- * i < nrows (a constant: the accumulators live in registers), and over the
- * lanes la[i] += pa * x (pa NULL: x * x, the sum of squares) and, with pb,
- * lb[i] += pb * x. The rows at next + i * plane (next >= 0: the program's
- * next token) are requested from memory meanwhile. */
+#ifndef __TINYC__
+/* Paired rows (bf16 under UBG_V16, in the non-tiled variants, whose rows
+ * start at column 0): UB keeps each 32-column chunk c of a row as 16 32-bit
+ * words, word l holding column c + l in its low half and c + 16 + l in its
+ * high half. The chunk's two 16-lane vectors, in column order, are then a
+ * shift and a mask of one load; a row as it is needs a widening shuffle
+ * per 16 columns, and the shuffle unit was what limited the sums (one
+ * permutation per chunk when the row comes in, none after). Columns from
+ * n & ~31 on are kept as they are. The sums and their bits are unchanged:
+ * lane l still adds column c + l, then c + 16 + l. */
+#ifdef UBG_V16
+enum { PAIRED = DT == 2 };
+#else
+enum { PAIRED = 0 };
+#endif
+typedef int ubg_pair_i32x16 __attribute__((vector_size(64)));
+typedef short ubg_pair_i16x32 __attribute__((vector_size(64)));
+/* the 32 16-bit columns at p, paired */
+UBG_INLINE ubg_pair_i32x16 pair32(const void *p) {
+  const ubg_pair_i16x32 order = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  ubg_pair_i16x32 h;
+  __builtin_memcpy(&h, p, 64);
+  return (ubg_pair_i32x16)__builtin_shuffle(h, order);
+}
+/* the paired chunk at element i of rows (i a multiple of 32) */
+UBG_INLINE ubg_pair_i32x16 ld_pair(const void *rows, ubg_i64 i) {
+  ubg_pair_i32x16 w;
+  __builtin_memcpy(&w, (const ubg_u16 *)rows + i, 64);
+  return w;
+}
+/* its first and second 16 columns as f32 (bf16 is the high half of f32) */
+UBG_INLINE ubg_f32x16 pair_lo(ubg_pair_i32x16 w) { return (ubg_f32x16)(w << 16); }
+UBG_INLINE ubg_f32x16 pair_hi(ubg_pair_i32x16 w) { return (ubg_f32x16)(w & (int)0xffff0000u); }
+#endif
+
+/* rows + i * stride = the row src[base + i * plane, + n), paired if
+ * paired (and PAIRED), for i < nrows (a constant: the accumulators live in
+ * registers), and over the lanes la[i] += pa * x (pa NULL: x * x, the sum
+ * of squares) and, with pb, lb[i] += pb * x. The rows at next + i * plane
+ * (next >= 0: the program's next token) are requested from memory
+ * meanwhile. */
 UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i64 base, ubg_i64 plane, int nrows,
                               ubg_i64 n, const float *UBG_RESTRICT pa, float *UBG_RESTRICT la,
-                              const float *UBG_RESTRICT pb, float *UBG_RESTRICT lb, ubg_i64 next) {
+                              const float *UBG_RESTRICT pb, float *UBG_RESTRICT lb, ubg_i64 next, int paired) {
   ubg_u8 *dst = (ubg_u8 *)rows;
   const ubg_u8 *s8 = (const ubg_u8 *)src;
   int i;
 #ifdef __TINYC__
   float buf[UBG_VCHUNK];
   ubg_i64 c;
-  (void)next;
+  (void)next, (void)paired;
   for (i = 0; i < nrows; i++) {
     ubg_copy(dst + i * stride * ESIZE, s8 + (base + i * plane) * ESIZE, n * ESIZE, 0);
     for (c = 0; c < n; c += UBG_VCHUNK) { /* c is a multiple of the lanes */
@@ -44,7 +81,21 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
     const ubg_i64 end = ubg_min(n, c + UBG_PF_CHUNK);
     if (next >= 0)
       for (i = 0; i < nrows; i++) ubg_prefetch(s8 + (next + i * plane + c) * ESIZE, (end - c) * ESIZE);
-    for (j = c; j + 16 <= end; j += 16)
+    j = c;
+    if (PAIRED && paired)
+      for (; j + 32 <= end; j += 32)
+        for (i = 0; i < nrows; i++) {
+          const ubg_pair_i32x16 w = pair32(s8 + (base + i * plane + j) * ESIZE);
+          const ubg_f32x16 x0 = pair_lo(w), x1 = pair_hi(w);
+          __builtin_memcpy(dst + (i * stride + j) * ESIZE, &w, 64);
+          a[i] += (pa ? ubg_v_ld(pa + j) : x0) * x0;
+          a[i] += (pa ? ubg_v_ld(pa + j + 16) : x1) * x1;
+          if (pb) {
+            b[i] += ubg_v_ld(pb + j) * x0;
+            b[i] += ubg_v_ld(pb + j + 16) * x1;
+          }
+        }
+    for (; j + 16 <= end; j += 16)
       for (i = 0; i < nrows; i++) {
         const ubg_i64 at = base + i * plane + j;
         const ubg_f32x16 x = ld16(src, at);
@@ -74,12 +125,12 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
  * is the arithmetic-heavy phase, so the memory system works while it runs */
 UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 stride, int nrows,
                            const float *UBG_RESTRICT r, const float *UBG_RESTRICT wqn, ubg_i64 n, const void *src,
-                           ubg_i64 next, ubg_i64 plane) {
+                           ubg_i64 next, ubg_i64 plane, int paired) {
   int i;
 #ifdef __TINYC__
   float buf[UBG_VCHUNK];
   ubg_i64 c;
-  (void)src, (void)next, (void)plane;
+  (void)src, (void)next, (void)plane, (void)paired;
   for (i = 0; i < nrows; i++)
     for (c = 0; c < n; c += UBG_VCHUNK) {
       const ubg_i64 m = ubg_min(UBG_VCHUNK, n - c);
@@ -89,24 +140,28 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
       ubg_vop_lanes_dot(lanes + i * UBG_LANES, buf, wqn + c, m);
     }
 #else
-  ubg_f32x16 acc[ROWS], start[ROWS];
-  ubg_i64 j = 0, k;
+  ubg_f32x16 acc[ROWS];
+  ubg_i64 j = 0;
   int l;
-  unsigned sub = 0;
-  for (i = 0; i < nrows; i++) start[i] = acc[i] = ubg_v_ld(lanes + i * UBG_LANES);
+  for (i = 0; i < nrows; i++) acc[i] = ubg_v_ld(lanes + i * UBG_LANES);
+  if (PAIRED && paired)
+    for (; j + 32 <= n; j += 32) { /* 64 bytes: one line of each next row */
+      const ubg_f32x16 q0 = ubg_v_ld(wqn + j), q1 = ubg_v_ld(wqn + j + 16);
+      if (next >= 0)
+        for (i = 0; i < nrows; i++) UBG_PREFETCH((const ubg_u8 *)src + (next + i * plane + j) * ESIZE);
+      for (i = 0; i < nrows; i++) {
+        const ubg_pair_i32x16 w = ld_pair(rows, i * stride + j);
+        acc[i] += rnd16_scaled(pair_lo(w), r[i]) * q0;
+        acc[i] += rnd16_scaled(pair_hi(w), r[i]) * q1;
+      }
+    }
   for (; j + 16 <= n; j += 16) {
     const ubg_f32x16 q = ubg_v_ld(wqn + j);
     if (next >= 0 && ((j * ESIZE) & 63) == 0)
       for (i = 0; i < nrows; i++) UBG_PREFETCH((const ubg_u8 *)src + (next + i * plane + j) * ESIZE);
-    for (i = 0; i < nrows; i++) acc[i] += rnd16(ld16(rows, i * stride + j) * r[i], &sub) * q;
+    for (i = 0; i < nrows; i++) acc[i] += rnd16_scaled(ld16(rows, i * stride + j), r[i]) * q;
   }
   for (i = 0; i < nrows; i++) ubg_v_st(lanes + i * UBG_LANES, acc[i]);
-  if (__builtin_expect(sub != 0, 0)) /* an f32 subnormal product somewhere: the scalar code from the start */
-    for (i = 0; i < nrows; i++) {
-      ubg_v_st(lanes + i * UBG_LANES, start[i]);
-      for (k = 0; k < j; k += UBG_LANES)
-        for (l = 0; l < UBG_LANES; l++) lanes[i * UBG_LANES + l] += RND(LD(rows, i * stride + k + l) * r[i]) * wqn[k + l];
-    }
   for (i = 0; i < nrows; i++)
     for (l = 0; j + l < n; l++) lanes[i * UBG_LANES + l] += RND(LD(rows, i * stride + j + l) * r[i]) * wqn[j + l];
 #endif
@@ -117,9 +172,10 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
  * the same chain) */
 #ifdef __TINYC__
 static void out_rows(void *out, ubg_i64 base, const void *rows, ubg_i64 stride, const float *a, ubg_i64 nb, ubg_i64 n,
-                     int stream) {
+                     int stream, int paired) {
   float h[UBG_VCHUNK], t[UBG_VCHUNK];
   ubg_i64 c, i;
+  (void)paired;
   for (c = 0; c < n; c += UBG_VCHUNK) {
     const ubg_i64 m = ubg_min(UBG_VCHUNK, n - c);
     ubg_vop_load(h, rows, c, m, DT);
@@ -142,12 +198,40 @@ static void axpy_row(float *h, float a, const void *row, ubg_i64 n) {
   }
 }
 #else
+/* out[at, + 32 * npairs) from the paired chunks at column d (npairs 1 or 2,
+ * a constant where inlined: h stays in registers) */
+UBG_INLINE void out_pairs(void *out, ubg_i64 at, const void *rows, ubg_i64 stride, ubg_i64 d, const float *a, ubg_i64 nb,
+                          int npairs, int stream) {
+  ubg_f32x16 h[4];
+  ubg_i64 i;
+  int u;
+  for (u = 0; u < npairs; u++) {
+    const ubg_pair_i32x16 w = ld_pair(rows, d + 32 * u);
+    h[2 * u] = 0.0f + a[0] * pair_lo(w);
+    h[2 * u + 1] = 0.0f + a[0] * pair_hi(w);
+  }
+  for (i = 1; i < nb; i++)
+    for (u = 0; u < npairs; u++) {
+      const ubg_pair_i32x16 w = ld_pair(rows, i * stride + d + 32 * u);
+      h[2 * u] += a[i] * pair_lo(w);
+      h[2 * u + 1] += a[i] * pair_hi(w);
+    }
+  for (u = 0; u < 2 * npairs; u++) store16(out, at + 16 * u, h[u], stream);
+}
 static void out_rows(void *out, ubg_i64 base, const void *rows, ubg_i64 stride, const float *a, ubg_i64 nb, ubg_i64 n,
-                     int stream) {
+                     int stream, int paired) {
   ubg_i64 d = 0, i;
   int u;
   /* four chunks at once: each output is a chain of dependent additions
    * over the blocks, four chains keep the adder busy */
+  if (PAIRED && paired) {
+    for (; d + 64 <= n; d += 64)
+      out_pairs(out, base + d, rows, stride, d, a, nb, 2, stream);
+    if (d + 32 <= n) {
+      out_pairs(out, base + d, rows, stride, d, a, nb, 1, stream);
+      d += 32;
+    }
+  }
   for (; d + 64 <= n; d += 64) {
     ubg_f32x16 h[4];
     for (u = 0; u < 4; u++) h[u] = 0.0f + a[0] * ld16(rows, d + 16 * u);
@@ -216,8 +300,30 @@ UBG_INLINE void dv_row(void *dv, ubg_i64 at, const void *x, const float *UBG_RES
 static void dv_rows(void *dv, ubg_i64 at, ubg_i64 plane, const void *rows, ubg_i64 stride, const float *UBG_RESTRICT dh,
                     const float *UBG_RESTRICT wq, const float *UBG_RESTRICT wn, const float *UBG_RESTRICT wqn,
                     const float *a, const float *rds, const float *c, const float *r, const float *ds, ubg_i64 nb,
-                    float *UBG_RESTRICT dwq, float *UBG_RESTRICT dwn, ubg_i64 n, int stream) {
+                    float *UBG_RESTRICT dwq, float *UBG_RESTRICT dwn, ubg_i64 n, int stream, int paired) {
   ubg_i64 d = 0, i;
+  int u;
+  if (PAIRED && paired)
+    for (; d + 32 <= n; d += 32) { /* the same, a paired chunk (two 16-column halves) at a time */
+      ubg_f32x16 h[2], q[2], w[2], qw[2], sq[2], sn[2];
+      for (u = 0; u < 2; u++) {
+        h[u] = ubg_v_ld(dh + d + 16 * u), q[u] = ubg_v_ld(wq + d + 16 * u), w[u] = ubg_v_ld(wn + d + 16 * u);
+        qw[u] = ubg_v_ld(wqn + d + 16 * u), sq[u] = ubg_v_ld(dwq + d + 16 * u), sn[u] = ubg_v_ld(dwn + d + 16 * u);
+      }
+      for (i = 0; i < nb; i++) {
+        const ubg_pair_i32x16 p = ld_pair(rows, i * stride + d);
+        for (u = 0; u < 2; u++) {
+          const ubg_f32x16 xv = u ? pair_hi(p) : pair_lo(p), tt = ds[i] * (xv * r[i]);
+          store16(dv, at + i * plane + d + 16 * u, (a[i] * h[u] + rds[i] * qw[u]) - c[i] * xv, stream);
+          sq[u] += tt * w[u];
+          sn[u] += tt * q[u];
+        }
+      }
+      for (u = 0; u < 2; u++) {
+        ubg_v_st(dwq + d + 16 * u, sq[u]);
+        ubg_v_st(dwn + d + 16 * u, sn[u]);
+      }
+    }
   for (; d + 16 <= n; d += 16) {
     const ubg_f32x16 h = ubg_v_ld(dh + d), q = ubg_v_ld(wq + d), w = ubg_v_ld(wn + d), qw = ubg_v_ld(wqn + d);
     ubg_f32x16 sq = ubg_v_ld(dwq + d), sn = ubg_v_ld(dwn + d);

@@ -186,13 +186,25 @@ UBG_INLINE ubg_f32x16 ubg_v_ld_bf16(const void *p, ubg_i64 i) {
 UBG_INLINE ubg_i16x16 ubg_v_to_bf16(ubg_f32x16 v, unsigned *sub) {
   /* subnormal: exponent bits 0, mantissa not; tested on the integer bits
    * because vfpclassps calls a subnormal zero when MXCSR.DAZ is set */
-  const ubg_u32x16 u = (ubg_u32x16)v;
-  const ubg_i32x16 subnormal = ((u & 0x7f800000u) == 0) & ((u & 0x007fffffu) != 0);
-  *sub |= __builtin_ia32_cvtd2mask512(subnormal);
+  const ubg_i32x16 u = (ubg_i32x16)v, exp = (ubg_i32x16){0} + 0x7f800000, man = (ubg_i32x16){0} + 0x007fffff;
+  /* two mask tests (exponent bits all clear, then mantissa bits not all
+   * clear); the vector comparison spelled in C compiled to eight ops */
+  *sub |= __builtin_ia32_ptestmd512(u, man, __builtin_ia32_ptestnmd512(u, exp, (unsigned short)0xffff));
   return (ubg_i16x16)__builtin_ia32_cvtneps2bf16_v16sf(v);
 }
 /* ubg_rnd_bf16 on 16 lanes */
 UBG_INLINE ubg_f32x16 ubg_v_rnd_bf16(ubg_f32x16 v, unsigned *sub) { return ubg_v_widen_bf16(ubg_v_to_bf16(v, sub)); }
+/* ubg_rnd_bf16 on 16 lanes in integer arithmetic, ubg_f32_to_bf16's
+ * rounding kept in the f32 lanes: exact for every finite value, subnormals
+ * included (so no *sub, and no conversion and widening: a third of the
+ * operations of ubg_v_rnd_bf16 with its subnormal test), and for the
+ * infinities. A NaN comes out right when it is quiet and its low 16 bits
+ * are zero, as is every NaN of a product of a bf16 value (zero low bits)
+ * and a float, which quiets it; only for such products is it used. */
+UBG_INLINE ubg_f32x16 ubg_v_rnd_bf16_product(ubg_f32x16 v) {
+  const ubg_i32x16 u = (ubg_i32x16)v;
+  return (ubg_f32x16)((u + 0x7fff + ((u >> 16) & 1)) & (int)0xffff0000u);
+}
 /* 16 bf16 (or f16) to element i of p */
 UBG_INLINE void ubg_v_st_bf16(void *p, ubg_i64 i, ubg_i16x16 h) { __builtin_memcpy((ubg_u16 *)p + i, &h, 32); }
 #define ubg_v_st_f16 ubg_v_st_bf16

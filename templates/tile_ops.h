@@ -102,18 +102,24 @@ UBG_INLINE void store16(void *dst, ubg_i64 i, ubg_f32x16 x, int stream) {
 #endif
 
 #ifndef __TINYC__
-/* rnd() on 16 lanes, with the bits of the scalar RND unless *sub is set:
- * the AVX512-BF16 conversion flushes f32 subnormals, so the caller checks
- * *sub once at the end and redoes that work with the scalar code */
-UBG_INLINE ubg_f32x16 rnd16(ubg_f32x16 p, unsigned *sub) {
+/* rnd(x * r) on 16 lanes for x read from {{dtype}} storage and a float r,
+ * with the bits of the scalar RND for every input: no *sub to check */
+UBG_INLINE ubg_f32x16 rnd16_scaled(ubg_f32x16 x, float r) {
 {{#is_f32}}
-  (void)sub;
-  return p;
+  return x * r;
 {{/is_f32}}
 {{^is_f32}}
   int l;
+  unsigned sub = 0;
+  ubg_f32x16 p = x * r;
 #ifdef UBG_V16
-  return ubg_v_rnd_{{dtype}}(p, sub);
+{{#is_bf16}}
+  (void)sub;
+  return ubg_v_rnd_bf16_product(p);
+{{/is_bf16}}
+{{^is_bf16}}
+  return ubg_v_rnd_{{dtype}}(p, &sub); /* the f16 conversions never set it */
+{{/is_bf16}}
 #endif
   (void)sub;
   for (l = 0; l < 16; l++) p[l] = RND(p[l]);
@@ -121,9 +127,6 @@ UBG_INLINE ubg_f32x16 rnd16(ubg_f32x16 p, unsigned *sub) {
 {{/is_f32}}
 }
 
-#endif
-
-#ifndef __TINYC__
 /* src[i, i + 16) as f32 */
 UBG_INLINE ubg_f32x16 ld16(const void *src, ubg_i64 i) {
 {{#is_f32}}

@@ -43,14 +43,23 @@ typedef struct {
   float *alpha_f, *rstd_f;    /* the same, as the f32 tensors the backward takes */
 } inputs;
 
+/* the reference forward of in's tensors, and its alpha and rstd as f32 */
+static void add_reference(inputs *in_, int dt, const ar_shape *s);
+
 static inputs make_inputs(int dt, const ar_shape *s) {
   inputs in;
-  const int64_t nt = s->tokens * s->nb;
   uint64_t seed = (uint64_t)(s->nb * 1009 + s->tokens * 31 + s->dim);
   in.v = tc_tensor(dt, s->nb * s->tokens * s->dim, 0, 1, seed);
   in.wq = tc_tensor(dt, s->dim, 0, 0.02, seed + 1);
   in.wn = tc_tensor(dt, s->dim, 1, 0.1, seed + 2);
   in.dout = tc_tensor(dt, s->tokens * s->dim, 0, 1, seed + 3);
+  add_reference(&in, dt, s);
+  return in;
+}
+
+static void add_reference(inputs *in_, int dt, const ar_shape *s) {
+  inputs in = *in_;
+  const int64_t nt = s->tokens * s->nb;
   in.out = malloc((size_t)(s->tokens * s->dim + 1) * sizeof(double));
   in.alpha = malloc((size_t)(nt + 1) * sizeof(double));
   in.rstd = malloc((size_t)(nt + 1) * sizeof(double));
@@ -62,7 +71,7 @@ static inputs make_inputs(int dt, const ar_shape *s) {
   in.alpha_f = malloc((size_t)(nt + 1) * 4);
   in.rstd_f = malloc((size_t)(nt + 1) * 4);
   for (int64_t i = 0; i < nt; i++) in.alpha_f[i] = (float)in.alpha[i], in.rstd_f[i] = (float)in.rstd[i];
-  return in;
+  *in_ = in;
 }
 
 static void free_inputs(inputs *in) {
@@ -70,19 +79,28 @@ static void free_inputs(inputs *in) {
   free(in->alpha_f), free(in->rstd_f);
 }
 
-static void sweep_fwd(int dt, const ar_shape *s) {
+/* every variant that applies to s on backend, the results within the
+ * tolerances of in's reference and bitwise equal to those of *first (set
+ * by the first variant run: NULL on entry, or the bits of a sweep before) */
+typedef struct {
+  char name[400]; /* "": none yet */
+  void *t[3];     /* out, alpha, rstd; or dv, dw_query, dw_norm */
+} first_result;
+
+static void sweep_fwd_on(int dt, const ar_shape *s, const inputs *in_, ubg_backend backend, first_result *fr) {
   const int64_t nb = s->nb, t = s->tokens, d = s->dim, nt = nb * t;
   const size_t es = ref_dtype_bytes(dt), ob = (size_t)(t * d) * es + 1, ab = (size_t)nt * 4 + 1;
   char where[128];
-  snprintf(where, sizeof where, "N=%lld tokens=%lld D=%lld %s", (long long)nb, (long long)t, (long long)d,
-           ug_dtype_name(dt));
-  inputs in = make_inputs(dt, s);
+  snprintf(where, sizeof where, "N=%lld tokens=%lld D=%lld %s %s", (long long)nb, (long long)t, (long long)d,
+           ug_dtype_name(dt), backend == UBG_BACKEND_TCC ? "tcc" : "aot");
+  const inputs in = *in_;
   void *out = malloc(ob), *out1 = malloc(ob), *out2 = malloc(ob);
   float *alpha = malloc(ab), *rstd = malloc(ab), *alpha1 = malloc(ab), *rstd1 = malloc(ab), *alpha2 = malloc(ab),
         *rstd2 = malloc(ab);
-  ubg_ctx *one = tc_ctx(UBG_BACKEND_AUTO, 1), *two = tc_ctx(UBG_BACKEND_AUTO, 2);
+  ubg_ctx *one = tc_ctx(backend, 1), *two = tc_ctx(backend, 2);
   tc_variants vs = tc_kernel_variants("attn_res", "fwd", dt);
-  const char *first = NULL;
+  const char *first = fr->name[0] ? fr->name : NULL;
+  if (first) memcpy(out1, fr->t[0], ob), memcpy(alpha1, fr->t[1], ab), memcpy(rstd1, fr->t[2], ab);
   int ran = 0;
   for (int i = 0; i < vs.n; i++) {
     const ug_variant *var = &vs.v[i];
@@ -109,19 +127,32 @@ static void sweep_fwd(int dt, const ar_shape *s) {
     }
   }
   cr_assert(ran > 0, "no variant applies to %s", where);
+  if (!fr->name[0]) {
+    snprintf(fr->name, sizeof fr->name, "%.200s on %.127s", first, where);
+    fr->t[0] = out1, fr->t[1] = alpha1, fr->t[2] = rstd1, out1 = alpha1 = rstd1 = NULL;
+  }
   tc_free_variants(&vs);
   ubg_ctx_destroy(one), ubg_ctx_destroy(two);
-  free_inputs(&in);
   free(out), free(out1), free(out2), free(alpha), free(rstd), free(alpha1), free(rstd1), free(alpha2), free(rstd2);
 }
 
-static void sweep_bwd(int dt, const ar_shape *s) {
+static void free_first(first_result *fr) { free(fr->t[0]), free(fr->t[1]), free(fr->t[2]); }
+
+static void sweep_fwd(int dt, const ar_shape *s) {
+  inputs in = make_inputs(dt, s);
+  first_result fr = {0};
+  sweep_fwd_on(dt, s, &in, UBG_BACKEND_AUTO, &fr);
+  free_first(&fr);
+  free_inputs(&in);
+}
+
+static void sweep_bwd_on(int dt, const ar_shape *s, const inputs *in_, ubg_backend backend, first_result *fr) {
   const int64_t nb = s->nb, t = s->tokens, d = s->dim, nv = nb * t * d;
   const size_t es = ref_dtype_bytes(dt), vb = (size_t)nv * es + 1, wb = (size_t)d * es;
   char where[128];
-  snprintf(where, sizeof where, "N=%lld tokens=%lld D=%lld %s", (long long)nb, (long long)t, (long long)d,
-           ug_dtype_name(dt));
-  inputs in = make_inputs(dt, s);
+  snprintf(where, sizeof where, "N=%lld tokens=%lld D=%lld %s %s", (long long)nb, (long long)t, (long long)d,
+           ug_dtype_name(dt), backend == UBG_BACKEND_TCC ? "tcc" : "aot");
+  const inputs in = *in_;
   double *ref_dv = malloc((size_t)(nv + 1) * sizeof(double)), *ref_dwq = malloc((size_t)d * sizeof(double)),
          *ref_dwn = malloc((size_t)d * sizeof(double));
   ref_slot a[12] = {{.p = in.dout}, {.p = in.v},    {.p = in.wq},   {.p = in.wn},    {.p = in.alpha_f}, {.p = in.rstd_f},
@@ -132,9 +163,10 @@ static void sweep_bwd(int dt, const ar_shape *s) {
   void *dv = malloc(vb), *dv1 = malloc(vb), *dv2 = malloc(vb);
   void *dwq = malloc(wb), *dwn = malloc(wb), *dwq1 = malloc(wb), *dwn1 = malloc(wb), *dwq2 = malloc(wb),
        *dwn2 = malloc(wb);
-  ubg_ctx *one = tc_ctx(UBG_BACKEND_AUTO, 1), *two = tc_ctx(UBG_BACKEND_AUTO, 2);
+  ubg_ctx *one = tc_ctx(backend, 1), *two = tc_ctx(backend, 2);
   tc_variants vs = tc_kernel_variants("attn_res", "bwd", dt);
-  const char *first = NULL;
+  const char *first = fr->name[0] ? fr->name : NULL;
+  if (first) memcpy(dv1, fr->t[0], vb), memcpy(dwq1, fr->t[1], wb), memcpy(dwn1, fr->t[2], wb);
   int ran = 0;
   for (int i = 0; i < vs.n; i++) {
     const ug_variant *var = &vs.v[i];
@@ -163,11 +195,22 @@ static void sweep_bwd(int dt, const ar_shape *s) {
     }
   }
   cr_assert(ran > 0, "no variant applies to %s", where);
+  if (!fr->name[0]) {
+    snprintf(fr->name, sizeof fr->name, "%.200s on %.127s", first, where);
+    fr->t[0] = dv1, fr->t[1] = dwq1, fr->t[2] = dwn1, dv1 = dwq1 = dwn1 = NULL;
+  }
   tc_free_variants(&vs);
   ubg_ctx_destroy(one), ubg_ctx_destroy(two);
-  free_inputs(&in);
   free(ref_dv), free(ref_dwq), free(ref_dwn), free(dv), free(dv1), free(dv2);
   free(dwq), free(dwn), free(dwq1), free(dwn1), free(dwq2), free(dwn2);
+}
+
+static void sweep_bwd(int dt, const ar_shape *s) {
+  inputs in = make_inputs(dt, s);
+  first_result fr = {0};
+  sweep_bwd_on(dt, s, &in, UBG_BACKEND_AUTO, &fr);
+  free_first(&fr);
+  free_inputs(&in);
 }
 
 #define SHAPE_TESTS(name, N, TOK, D)                                                      \
@@ -192,6 +235,62 @@ SHAPE_TESTS(n5_b3_t7_d1, 5, 21, 1)
 SHAPE_TESTS(n6_b1_t1_d300, 6, 1, 300)
 SHAPE_TESTS(n40_b1_t5_d96, 40, 5, 96)
 SHAPE_TESTS(n2_b1_t0_d16, 2, 0, 16)
+
+/* ---- products rnd(v * rstd) in the f32 subnormal range ------------------
+ * One large element per row (4096 at column 0, so rstd <= 2^-6) and
+ * the rest tiny: bf16 subnormals and the smallest normals, whose products
+ * with rstd are f32 subnormals that rnd() must round to bf16 subnormals,
+ * not flush (the AVX512-BF16 conversion flushes them; the kernels' integer
+ * rounding must not). w_query is 2^120 on the tiny columns and 2^-20 on
+ * column 0, so those products dominate the scores, and a flushed one moves
+ * alpha by about 1e-2 relative. Every forward variant on AOT and then on
+ * tcc (whose scalar rounding is the definition) gives the same bits, within
+ * the tolerances of the reference. */
+static void *bits_tensor(int dt, int64_t n, uint16_t (*bits)(int64_t, uint64_t *), uint64_t seed) {
+  void *p = malloc((size_t)n * ref_dtype_bytes(dt) + 1);
+  for (int64_t i = 0; i < n; i++) {
+    const uint16_t b = bits(i, &seed);
+    const uint32_t f = (uint32_t)b << 16; /* the f32 of bf16 bits */
+    if (dt == UBG_F32) memcpy((float *)p + i, &f, 4);
+    else ((uint16_t *)p)[i] = b;
+  }
+  return p;
+}
+static uint64_t next_rand(uint64_t *x) { return *x = *x * 6364136223846793005ull + 1442695040888963407ull, *x >> 33; }
+static int64_t spiky_dim;
+/* v: 4096 (+-) at column 0, else a random sign, exponent field 0..3, mantissa */
+static uint16_t spiky_v(int64_t i, uint64_t *x) {
+  const uint64_t r = next_rand(x);
+  if (i % spiky_dim == 0) return (uint16_t)(((r & 1) << 15) | 0x4580); /* +-4096 */
+  const uint16_t e = (uint16_t)((r >> 1) % 4), m = (uint16_t)((r >> 3) % 127 + 1);
+  return (uint16_t)(((r & 1) << 15) | (e << 7) | m);
+}
+static uint16_t spiky_wq(int64_t i, uint64_t *x) {
+  return i % spiky_dim == 0 ? 0x3580 /* 2^-20 */ : (uint16_t)(0x7b80 | next_rand(x) % 128); /* 2^120 (1 + m/128) */
+}
+static uint16_t one_bits(int64_t i, uint64_t *x) { return (void)i, (void)x, 0x3f80; }
+
+Test(attn_res_edge, subnormal_products_are_rounded_not_flushed, .timeout = 120 * TC_TIME_SCALE) {
+  const int64_t dims[2] = {4096, 123}; /* 123: the paired chunks, a 16-column chunk and scalar columns */
+  for (int dt = UBG_F32; dt <= UBG_BF16; dt += UBG_BF16 - UBG_F32)
+    for (int k = 0; k < 2; k++) {
+      const ar_shape s = {3, 5, dims[k]};
+      spiky_dim = s.dim;
+      inputs in;
+      in.v = bits_tensor(dt, s.nb * s.tokens * s.dim, spiky_v, 7);
+      in.wq = bits_tensor(dt, s.dim, spiky_wq, 8);
+      in.wn = bits_tensor(dt, s.dim, one_bits, 9);
+      in.dout = NULL; /* forward only: the backward's f32 cancellations are 2^120 times larger here */
+      add_reference(&in, dt, &s);
+      /* rstd <= 2^-6: every tiny element's product is an f32 subnormal */
+      cr_assert(in.rstd_f[0] <= 0x1p-6f, "rstd %.9g: the inputs are not as intended", in.rstd_f[0]);
+      first_result f = {0};
+      sweep_fwd_on(dt, &s, &in, UBG_BACKEND_AOT, &f);
+      sweep_fwd_on(dt, &s, &in, UBG_BACKEND_TCC, &f);
+      free_first(&f);
+      free_inputs(&in);
+    }
+}
 
 /* ---- refusals: the message names the argument and values; outputs untouched */
 

@@ -9,6 +9,8 @@
  *   f16 -> f32: all 65536 patterns;
  *   f32 -> f16 and bf16, rnd: every f32 whose bits are a multiple of 4099 and
  *   every f16 tie with its neighbours, 16 lanes at a time;
+ *   the integer bf16 rounding of products: the same f32s, and every bf16
+ *   value times ten factors;
  * each with MXCSR as it comes and with FTZ and DAZ set (a framework may set
  * them; the scalar code ignores them, so must the vector code). */
 #include <criterion/criterion.h>
@@ -86,6 +88,42 @@ static long sweep_encode(long *chunks, long *sub_seen) {
   return bad;
 }
 
+/* ubg_v_rnd_bf16_product: the scalar bits for every f32 but NaNs that are
+ * signalling or have low 16 bits set (the sweep's), and for every product
+ * of a bf16 value (all 65536) and a float factor, NaN products included:
+ * the products the AttnRes scores round */
+static long sweep_product(long *checked) {
+  static const float factors[] = {1.0f, 0x1p-6f, 0.0027076504f, 3.0f, 1000.0f, 0x1p-140f, 0x1p100f, -0.3f, INFINITY, NAN};
+  long bad = 0;
+  float x[16];
+  int n = 0;
+  for (uint64_t u = 0; u <= 0xffffffffull; u += 4099) {
+    const uint32_t a = (uint32_t)u & 0x7fffffffu;
+    if (a > 0x7f800000u && (!(a & 0x00400000u) || (a & 0xffffu))) continue; /* outside its promise */
+    x[n++] = f32_of((uint32_t)u);
+    if (n < 16) continue;
+    n = 0;
+    ubg_f32x16 v;
+    memcpy(&v, x, 64);
+    const ubg_f32x16 r = ubg_v_rnd_bf16_product(v);
+    for (int l = 0; l < 16; l++, ++*checked)
+      if (bits_of(r[l]) != bits_of(ubg_rnd_bf16(x[l])))
+        bad++, LOG_MISMATCH("rnd_bf16_product(0x%08x) = 0x%08x, scalar 0x%08x", bits_of(x[l]), bits_of(r[l]),
+                            bits_of(ubg_rnd_bf16(x[l])));
+  }
+  for (size_t f = 0; f < sizeof factors / sizeof factors[0]; f++)
+    for (uint32_t i = 0; i < 65536; i += 16) {
+      uint16_t h[16];
+      for (int l = 0; l < 16; l++) h[l] = (uint16_t)(i + l);
+      const ubg_f32x16 p = ubg_v_ld_bf16(h, 0) * factors[f], r = ubg_v_rnd_bf16_product(p);
+      for (int l = 0; l < 16; l++, ++*checked)
+        if (bits_of(r[l]) != bits_of(ubg_rnd_bf16(p[l])))
+          bad++, LOG_MISMATCH("rnd_bf16_product(bf16 0x%04x * %g = 0x%08x) = 0x%08x, scalar 0x%08x", h[l],
+                              (double)factors[f], bits_of(p[l]), bits_of(r[l]), bits_of(ubg_rnd_bf16(p[l])));
+    }
+  return bad;
+}
+
 static long sweep_decode(void) {
   long bad = 0;
   for (uint32_t i = 0; i < 65536; i += 16) {
@@ -108,8 +146,9 @@ static long sweep_decode(void) {
 }
 
 static void run_all(const char *mode) {
-  long chunks = 0, sub_seen = 0;
-  long bad = sweep_decode() + sweep_encode(&chunks, &sub_seen);
+  long chunks = 0, sub_seen = 0, products = 0;
+  long bad = sweep_decode() + sweep_encode(&chunks, &sub_seen) + sweep_product(&products);
+  cr_assert_gt(products, 1000000, "%s: %ld products checked", mode, products);
   cr_assert_eq(bad, 0, "%s: %ld mismatches between the vector and scalar conversions", mode, bad);
   cr_assert_gt(chunks, 65000, "%s: the sweep ran %ld chunks", mode, chunks);
   /* the bf16 hand-back path was exercised: the sweep holds f32 subnormals */
@@ -121,8 +160,8 @@ Test(half_v16, vector_conversions_give_the_scalar_bits) { run_all("MXCSR as it c
 Test(half_v16, vector_conversions_ignore_ftz_and_daz) {
   unsigned int saved = _mm_getcsr();
   _mm_setcsr(saved | 0x8040u); /* FTZ (bit 15) and DAZ (bit 6) */
-  long chunks = 0, sub_seen = 0;
-  long bad = sweep_decode() + sweep_encode(&chunks, &sub_seen);
+  long chunks = 0, sub_seen = 0, products = 0;
+  long bad = sweep_decode() + sweep_encode(&chunks, &sub_seen) + sweep_product(&products);
   _mm_setcsr(saved);
   cr_assert_eq(bad, 0, "FTZ|DAZ: %ld mismatches between the vector and scalar conversions", bad);
   cr_assert_gt(chunks, 65000);
