@@ -10,16 +10,16 @@ enum { ROWS = 4 }; /* rows at a time in load_dot_rows and score_rows */
 
 #ifndef __TINYC__
 /* Paired rows (bf16 under UBG_V16, in the non-tiled variants, whose rows
- * start at column 0): UB keeps each 32-column chunk c of a row as 16 32-bit
- * words, word l holding column c + l in its low half and c + 16 + l in its
- * high half. The chunk's two 16-lane vectors, in column order, are then a
+ * start at column 0; a tiled one copies its tiles as they are): UB keeps
+ * each 32-column chunk c of a row as 16 32-bit words, word l holding
+ * column c + l in its low half and c + 16 + l in its high half. The chunk's two 16-lane vectors, in column order, are then a
  * shift and a mask of one load; a row as it is needs a widening shuffle
  * per 16 columns, and the shuffle unit was what limited the sums (one
  * permutation per chunk when the row comes in, none after). Columns from
  * n & ~31 on are kept as they are. The sums and their bits are unchanged:
  * lane l still adds column c + l, then c + 16 + l. */
 #ifdef UBG_V16
-enum { PAIRED = DT == 2 };
+enum { PAIRED = DT == 2 && {{^tiled}}1{{/tiled}}{{#tiled}}0{{/tiled}} };
 #else
 enum { PAIRED = 0 };
 #endif
@@ -44,22 +44,22 @@ UBG_INLINE ubg_f32x16 pair_lo(ubg_pair_i32x16 w) { return (ubg_f32x16)(w << 16);
 UBG_INLINE ubg_f32x16 pair_hi(ubg_pair_i32x16 w) { return (ubg_f32x16)(w & (int)0xffff0000u); }
 #endif
 
-/* rows + i * stride = the row src[base + i * plane, + n), paired if
- * paired (and PAIRED), for i < nrows (a constant: the accumulators live in
+/* rows + i * stride = the row src[base + i * plane, + n) (paired if
+ * PAIRED), for i < nrows (a constant: the accumulators live in
  * registers), and over the lanes la[i] += pa * x (pa NULL: x * x, the sum
  * of squares) and, with pb, lb[i] += pb * x. The rows at next + i * plane
  * (next >= 0: the program's next token) are requested from memory
  * meanwhile. */
 UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i64 base, ubg_i64 plane, int nrows,
                               ubg_i64 n, const float *UBG_RESTRICT pa, float *UBG_RESTRICT la,
-                              const float *UBG_RESTRICT pb, float *UBG_RESTRICT lb, ubg_i64 next, int paired) {
+                              const float *UBG_RESTRICT pb, float *UBG_RESTRICT lb, ubg_i64 next) {
   ubg_u8 *dst = (ubg_u8 *)rows;
   const ubg_u8 *s8 = (const ubg_u8 *)src;
   int i;
 #ifdef __TINYC__
   float buf[UBG_VCHUNK];
   ubg_i64 c;
-  (void)next, (void)paired;
+  (void)next;
   for (i = 0; i < nrows; i++) {
     ubg_copy(dst + i * stride * ESIZE, s8 + (base + i * plane) * ESIZE, n * ESIZE, 0);
     for (c = 0; c < n; c += UBG_VCHUNK) { /* c is a multiple of the lanes */
@@ -82,7 +82,7 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
     if (next >= 0)
       for (i = 0; i < nrows; i++) ubg_prefetch(s8 + (next + i * plane + c) * ESIZE, (end - c) * ESIZE);
     j = c;
-    if (PAIRED && paired)
+    if (PAIRED)
       for (; j + 32 <= end; j += 32)
         for (i = 0; i < nrows; i++) {
           const ubg_pair_i32x16 w = pair32(s8 + (base + i * plane + j) * ESIZE);
@@ -125,12 +125,12 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
  * is the arithmetic-heavy phase, so the memory system works while it runs */
 UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 stride, int nrows,
                            const float *UBG_RESTRICT r, const float *UBG_RESTRICT wqn, ubg_i64 n, const void *src,
-                           ubg_i64 next, ubg_i64 plane, int paired) {
+                           ubg_i64 next, ubg_i64 plane) {
   int i;
 #ifdef __TINYC__
   float buf[UBG_VCHUNK];
   ubg_i64 c;
-  (void)src, (void)next, (void)plane, (void)paired;
+  (void)src, (void)next, (void)plane;
   for (i = 0; i < nrows; i++)
     for (c = 0; c < n; c += UBG_VCHUNK) {
       const ubg_i64 m = ubg_min(UBG_VCHUNK, n - c);
@@ -144,7 +144,7 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
   ubg_i64 j = 0;
   int l;
   for (i = 0; i < nrows; i++) acc[i] = ubg_v_ld(lanes + i * UBG_LANES);
-  if (PAIRED && paired)
+  if (PAIRED)
     for (; j + 32 <= n; j += 32) { /* 64 bytes: one line of each next row */
       const ubg_f32x16 q0 = ubg_v_ld(wqn + j), q1 = ubg_v_ld(wqn + j + 16);
       if (next >= 0)
@@ -172,10 +172,9 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
  * the same chain) */
 #ifdef __TINYC__
 static void out_rows(void *out, ubg_i64 base, const void *rows, ubg_i64 stride, const float *a, ubg_i64 nb, ubg_i64 n,
-                     int stream, int paired) {
+                     int stream) {
   float h[UBG_VCHUNK], t[UBG_VCHUNK];
   ubg_i64 c, i;
-  (void)paired;
   for (c = 0; c < n; c += UBG_VCHUNK) {
     const ubg_i64 m = ubg_min(UBG_VCHUNK, n - c);
     ubg_vop_load(h, rows, c, m, DT);
@@ -219,12 +218,12 @@ UBG_INLINE void out_pairs(void *out, ubg_i64 at, const void *rows, ubg_i64 strid
   for (u = 0; u < 2 * npairs; u++) store16(out, at + 16 * u, h[u], stream);
 }
 static void out_rows(void *out, ubg_i64 base, const void *rows, ubg_i64 stride, const float *a, ubg_i64 nb, ubg_i64 n,
-                     int stream, int paired) {
+                     int stream) {
   ubg_i64 d = 0, i;
   int u;
   /* four chunks at once: each output is a chain of dependent additions
    * over the blocks, four chains keep the adder busy */
-  if (PAIRED && paired) {
+  if (PAIRED) {
     for (; d + 64 <= n; d += 64)
       out_pairs(out, base + d, rows, stride, d, a, nb, 2, stream);
     if (d + 32 <= n) {
@@ -300,10 +299,10 @@ UBG_INLINE void dv_row(void *dv, ubg_i64 at, const void *x, const float *UBG_RES
 static void dv_rows(void *dv, ubg_i64 at, ubg_i64 plane, const void *rows, ubg_i64 stride, const float *UBG_RESTRICT dh,
                     const float *UBG_RESTRICT wq, const float *UBG_RESTRICT wn, const float *UBG_RESTRICT wqn,
                     const float *a, const float *rds, const float *c, const float *r, const float *ds, ubg_i64 nb,
-                    float *UBG_RESTRICT dwq, float *UBG_RESTRICT dwn, ubg_i64 n, int stream, int paired) {
+                    float *UBG_RESTRICT dwq, float *UBG_RESTRICT dwn, ubg_i64 n, int stream) {
   ubg_i64 d = 0, i;
   int u;
-  if (PAIRED && paired)
+  if (PAIRED)
     for (; d + 32 <= n; d += 32) { /* the same, a paired chunk (two 16-column halves) at a time */
       ubg_f32x16 h[2], q[2], w[2], qw[2], sq[2], sn[2];
       for (u = 0; u < 2; u++) {

@@ -87,6 +87,14 @@ typedef struct {
   void *t[3];     /* out, alpha, rstd; or dv, dw_query, dw_norm */
 } first_result;
 
+/* a sweep's first result, if fr has none yet: its name and where, and its
+ * three tensors (fr owns them now; the caller's pointers are NULLed) */
+static void keep_first(first_result *fr, const char *first, const char *where, void **t0, void **t1, void **t2) {
+  if (fr->name[0]) return;
+  snprintf(fr->name, sizeof fr->name, "%.200s on %.127s", first, where);
+  fr->t[0] = *t0, fr->t[1] = *t1, fr->t[2] = *t2, *t0 = *t1 = *t2 = NULL;
+}
+
 static void sweep_fwd_on(int dt, const ar_shape *s, const inputs *in_, ubg_backend backend, first_result *fr) {
   const int64_t nb = s->nb, t = s->tokens, d = s->dim, nt = nb * t;
   const size_t es = ref_dtype_bytes(dt), ob = (size_t)(t * d) * es + 1, ab = (size_t)nt * 4 + 1;
@@ -127,24 +135,13 @@ static void sweep_fwd_on(int dt, const ar_shape *s, const inputs *in_, ubg_backe
     }
   }
   cr_assert(ran > 0, "no variant applies to %s", where);
-  if (!fr->name[0]) {
-    snprintf(fr->name, sizeof fr->name, "%.200s on %.127s", first, where);
-    fr->t[0] = out1, fr->t[1] = alpha1, fr->t[2] = rstd1, out1 = alpha1 = rstd1 = NULL;
-  }
+  keep_first(fr, first, where, &out1, (void **)&alpha1, (void **)&rstd1);
   tc_free_variants(&vs);
   ubg_ctx_destroy(one), ubg_ctx_destroy(two);
   free(out), free(out1), free(out2), free(alpha), free(rstd), free(alpha1), free(rstd1), free(alpha2), free(rstd2);
 }
 
 static void free_first(first_result *fr) { free(fr->t[0]), free(fr->t[1]), free(fr->t[2]); }
-
-static void sweep_fwd(int dt, const ar_shape *s) {
-  inputs in = make_inputs(dt, s);
-  first_result fr = {0};
-  sweep_fwd_on(dt, s, &in, UBG_BACKEND_AUTO, &fr);
-  free_first(&fr);
-  free_inputs(&in);
-}
 
 static void sweep_bwd_on(int dt, const ar_shape *s, const inputs *in_, ubg_backend backend, first_result *fr) {
   const int64_t nb = s->nb, t = s->tokens, d = s->dim, nv = nb * t * d;
@@ -195,20 +192,19 @@ static void sweep_bwd_on(int dt, const ar_shape *s, const inputs *in_, ubg_backe
     }
   }
   cr_assert(ran > 0, "no variant applies to %s", where);
-  if (!fr->name[0]) {
-    snprintf(fr->name, sizeof fr->name, "%.200s on %.127s", first, where);
-    fr->t[0] = dv1, fr->t[1] = dwq1, fr->t[2] = dwn1, dv1 = dwq1 = dwn1 = NULL;
-  }
+  keep_first(fr, first, where, &dv1, &dwq1, &dwn1);
   tc_free_variants(&vs);
   ubg_ctx_destroy(one), ubg_ctx_destroy(two);
   free(ref_dv), free(ref_dwq), free(ref_dwn), free(dv), free(dv1), free(dv2);
   free(dwq), free(dwn), free(dwq1), free(dwn1), free(dwq2), free(dwn2);
 }
 
-static void sweep_bwd(int dt, const ar_shape *s) {
+/* a pass's sweep on random inputs, the built-in backend */
+typedef void sweep_on_fn(int dt, const ar_shape *s, const inputs *in, ubg_backend backend, first_result *fr);
+static void sweep(sweep_on_fn *on, int dt, const ar_shape *s) {
   inputs in = make_inputs(dt, s);
   first_result fr = {0};
-  sweep_bwd_on(dt, s, &in, UBG_BACKEND_AUTO, &fr);
+  on(dt, s, &in, UBG_BACKEND_AUTO, &fr);
   free_first(&fr);
   free_inputs(&in);
 }
@@ -217,12 +213,12 @@ static void sweep_bwd(int dt, const ar_shape *s) {
   Test(attn_res_fwd, name, .timeout = 300 * TC_TIME_SCALE) {                                              \
     const ar_shape s = {N, TOK, D};                                                       \
     tc_skip_if_large((int64_t)(N) * (TOK) * (D), #name);                                  \
-    for (int dt = 0; dt < 3; dt++) sweep_fwd(dt, &s);                                     \
+    for (int dt = 0; dt < 3; dt++) sweep(sweep_fwd_on, dt, &s);                           \
   }                                                                                       \
   Test(attn_res_bwd, name, .timeout = 300 * TC_TIME_SCALE) {                                              \
     const ar_shape s = {N, TOK, D};                                                       \
     tc_skip_if_large((int64_t)(N) * (TOK) * (D), #name);                                  \
-    for (int dt = 0; dt < 3; dt++) sweep_bwd(dt, &s);                                     \
+    for (int dt = 0; dt < 3; dt++) sweep(sweep_bwd_on, dt, &s);                           \
   }
 
 /* tokens = B x T */
