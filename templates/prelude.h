@@ -251,6 +251,32 @@ UBG_INLINE void ubg_v_stream_bf16(void *p, ubg_i64 i, ubg_i16x16 h) {
   }
 }
 #define ubg_v_stream_f16 ubg_v_stream_bf16
+/* 32 values as bf16 (lo to the first 16, hi to the next) in one
+ * conversion (vcvtne2ps2bf16), *sub as ubg_v_to_bf16's, and their 64 bytes
+ * stored at element i of p: a whole line when i is 32-aligned in an
+ * aligned tensor, so a streaming store flushes its write-combining buffer
+ * full instead of in two halves */
+typedef short ubg_i16x32 __attribute__((vector_size(64)));
+UBG_INLINE ubg_i16x32 ubg_v_to_bf16x32(ubg_f32x16 lo, ubg_f32x16 hi, unsigned *sub) {
+  const ubg_i32x16 ul = (ubg_i32x16)lo, uh = (ubg_i32x16)hi, exp = (ubg_i32x16){0} + 0x7f800000,
+                   man = (ubg_i32x16){0} + 0x007fffff;
+  *sub |= __builtin_ia32_ptestmd512(ul, man, __builtin_ia32_ptestnmd512(ul, exp, (unsigned short)0xffff)) |
+          __builtin_ia32_ptestmd512(uh, man, __builtin_ia32_ptestnmd512(uh, exp, (unsigned short)0xffff));
+  return (ubg_i16x32)__builtin_ia32_cvtne2ps2bf16_v32hi(hi, lo);
+}
+UBG_INLINE void ubg_v_st_x32(void *p, ubg_i64 i, ubg_i16x32 h, int stream) {
+  ubg_u16 *q = (ubg_u16 *)p + i;
+  if (stream && ((unsigned long)q & 63) == 0) {
+    typedef long long ubg_i64x8 __attribute__((vector_size(64)));
+    __builtin_ia32_movntdq512((ubg_i64x8 *)q, (ubg_i64x8)h);
+  } else if (stream && ((unsigned long)q & 31) == 0) {
+    const ubg_i64x4 *v = (const ubg_i64x4 *)&h;
+    __builtin_ia32_movntdq256((ubg_i64x4 *)q, v[0]);
+    __builtin_ia32_movntdq256((ubg_i64x4 *)(q + 16), v[1]);
+  } else {
+    __builtin_memcpy(q, &h, 64);
+  }
+}
 /* dst[i0, i0 + n) = bf16(src[0, n)) (f16 for the f16 name) 16 lanes at a
  * time (streaming when stream), stopping before the first chunk that holds
  * an f32 subnormal (bf16 only); returns how many elements it stored, the
@@ -348,6 +374,7 @@ void ubg_vop_adds(float *dst, const float *a, float s, ubg_i64 n);              
 void ubg_vop_add(float *dst, const float *a, const float *b, ubg_i64 n);            /* a + b */
 void ubg_vop_axpby(float *dst, float alpha, const float *x, float beta, const float *y, ubg_i64 n);
 void ubg_vop_mac(float *acc, const float *a, const float *b, ubg_i64 n);            /* acc += a * b */
+void ubg_vop_macs(float *acc, const float *a, float s, ubg_i64 n);                  /* acc += a * s */
 void ubg_vop_fill(float *dst, float v, ubg_i64 n);
 void ubg_vop_copy(float *dst, const float *src, ubg_i64 n);
 void ubg_vop_lanes_dot(float *acc, const float *a, const float *b, ubg_i64 n);      /* ubg_lanes_dot */

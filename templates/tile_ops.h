@@ -102,6 +102,27 @@ UBG_INLINE void store16(void *dst, ubg_i64 i, ubg_f32x16 x, int stream) {
 #endif
 
 #ifndef __TINYC__
+/* dst[i, i + 32) = rnd(x0, x1): two adjacent chunks, for bf16 in one
+ * conversion and one 64-byte store (store16 twice otherwise) */
+UBG_INLINE void store32(void *dst, ubg_i64 i, ubg_f32x16 x0, ubg_f32x16 x1, int stream) {
+{{#is_bf16}}
+#ifdef UBG_V16
+  {
+    unsigned sub = 0;
+    const ubg_i16x32 h = ubg_v_to_bf16x32(x0, x1, &sub);
+    if (__builtin_expect(sub == 0, 1)) {
+      ubg_v_st_x32(dst, i, h, stream);
+      return;
+    }
+  }
+#endif
+{{/is_bf16}}
+  store16(dst, i, x0, stream);
+  store16(dst, i + 16, x1, stream);
+}
+#endif
+
+#ifndef __TINYC__
 /* rnd(x * r) on 16 lanes for x read from {{dtype}} storage and a float r,
  * with the bits of the scalar RND for every input: no *sub to check */
 UBG_INLINE ubg_f32x16 rnd16_scaled(ubg_f32x16 x, float r) {

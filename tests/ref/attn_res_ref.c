@@ -44,7 +44,11 @@ static void attn_res_bwd_ref(const ref_slot *a, int dt, double *const *outs) {
   double *dv = outs[6], *dwq = outs[7], *dwn = outs[8];
   int64_t nb = a[9].i, tokens = a[10].i, dim = a[11].i;
   double *da = malloc((size_t)nb * sizeof *da);
-  for (int64_t d = 0; d < dim; d++) dwq[d] = dwn[d] = 0;
+  /* dwq and dwn first hold S = sum_{t,i} ds_i v_i rstd_i; the weights,
+   * the same for every term, multiply it at the end (as the kernels do):
+   * with an infinite weight the expanded terms of both signs would give
+   * Inf - Inf = NaN where the product is +-Inf */
+  for (int64_t d = 0; d < dim; d++) dwq[d] = 0;
   for (int64_t t = 0; t < tokens; t++) {
     double sum_a_da = 0;
     for (int64_t i = 0; i < nb; i++) {
@@ -67,10 +71,14 @@ static void attn_res_bwd_ref(const ref_slot *a, int dt, double *const *outs) {
         double vd = ref_load(v, base + d, dt), q = ref_load(wq, d, dt), w = ref_load(wn, d, dt);
         double dk = ds * q * w;
         dv[base + d] = al * ref_load(dout, t * dim + d, dt) + r * dk - r * r * r * (sdv / (double)dim) * vd;
-        dwq[d] += ds * vd * r * w;
-        dwn[d] += ds * q * vd * r;
+        dwq[d] += ds * vd * r;
       }
     }
+  }
+  for (int64_t d = 0; d < dim; d++) {
+    const double S = dwq[d];
+    dwq[d] = S * ref_load(wn, d, dt);
+    dwn[d] = S * ref_load(wq, d, dt);
   }
   free(da);
 }
