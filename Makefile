@@ -39,7 +39,7 @@ $(error BLAS=$(BLAS): the only optional BLAS is openblas)
 endif
 
 GEN_CORE := diag strbuf json_loc expr spec_load variant ubplan render source emit fsutil specset bind strategy tunedb tuned
-GEN_CLI  := cli cmd_list cmd_plan cmd_emit emit_tuned cmd_check cmd_tune cmd_tune_merge tune_timing tune_flce tune_svg shape_arg check_run
+GEN_CLI  := cli cmd_list cmd_plan plan_flce cmd_emit emit_tuned cmd_check cmd_tune cmd_tune_merge tune_timing tune_flce tune_svg shape_arg check_run
 RUNTIME  := messages config registry kernels pools grid ctx launch jit jit_tcc jit_gcc datadir vops op_rms_norm op_embedding op_attn_res op_flce
 
 GEN_OBJS := $(GEN_CORE:%=$(BUILD)/obj/gen/%.o)

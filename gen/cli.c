@@ -123,6 +123,8 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool
       }
       o->dtypes[dt] = true;
       o->dtype_set = true;
+      if (o->ndtype_args < 2) o->dtype_args[o->ndtype_args] = val;
+      o->ndtype_args++;
     } else if (!strcmp(name, "ub")) {
       char err[256];
       if (ug_parse_size(val, &o->budget.ub_bytes, err, sizeof err) < 0 ||

@@ -24,6 +24,8 @@ typedef struct {
   int nkernels;
   bool dtypes[UG_NDTYPES];
   bool dtype_set;
+  const char *dtype_args[2]; /* the first two --dtype values as given */
+  int ndtype_args;           /* how many --dtype were given */
   const char *shape;
   const char *out;
   const char *registry;
@@ -61,5 +63,8 @@ int cmd_emit(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_tune_merge(int argc, char **argv); /* ubgen tune merge */
+/* ubgen plan flce.chunk (plan_flce.c), once cmd_plan has parsed the options
+ * and the one dtype; not in the boot generator, which has no runtime */
+int cmd_plan_flce(cli_opts *o, int dtype);
 
 #endif

@@ -1,6 +1,7 @@
 /* ubgen plan KERNEL.PASS --dtype D --shape ...: what the runtime would run
  * for this shape and why, the UB layout of that variant, and every other
- * variant with its footprint and why it is or is not a candidate. */
+ * variant with its footprint and why it is or is not a candidate.
+ * flce.chunk, ubg_flce's rows per chunk, is planned by plan_flce.c. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,9 @@ static json_t *layout_json(const ug_variant *v) {
   return arr;
 }
 
+/* plan_flce.c: linked into ubgen, not into the boot generator (no runtime there) */
+#pragma weak cmd_plan_flce
+
 int cmd_plan(int argc, char **argv) {
   cli_opts o;
   if (cli_parse(argc, argv, "plan", "specs ub margin dtype shape json verbose db", true, &o) < 0) return EXIT_USAGE;
@@ -31,11 +35,21 @@ int cmd_plan(int argc, char **argv) {
     cli_error("plan: which KERNEL.PASS? (for example: ubgen plan rms_norm.fwd --dtype bf16 --shape rows=2048,cols=4096)");
     return EXIT_USAGE;
   }
-  int ndt = 0, dtype = -1;
+  if (o.ndtype_args > 1) {
+    cli_error("plan: --dtype \"%s\" after --dtype \"%s\": give exactly one --dtype (f32, f16 or bf16)", o.dtype_args[1],
+              o.dtype_args[0]);
+    return EXIT_USAGE;
+  }
+  int dtype = -1;
   for (int i = 0; i < UG_NDTYPES; i++)
-    if (o.dtypes[i]) { ndt++; dtype = i; }
-  if (ndt != 1) {
+    if (o.dtypes[i]) dtype = i;
+  if (dtype < 0) {
     cli_error("plan: give exactly one --dtype (f32, f16 or bf16)");
+    return EXIT_USAGE;
+  }
+  if (!strcmp(o.target, "flce.chunk")) {
+    if (cmd_plan_flce) return cmd_plan_flce(&o, dtype);
+    cli_error("plan: flce.chunk is planned by the runtime, which this boot generator does not have");
     return EXIT_USAGE;
   }
   ug_specset set;

@@ -146,8 +146,38 @@ UBG_HIDDEN void rt_grid_run(ubg_kernel_fn fn, const void *slots, int stage, int6
 /* ---- FLCE (tests and benchmarks read these) ---- */
 /* scratch bytes the last ubg_flce call on this thread allocated */
 UBG_HIDDEN size_t rt_flce_last_scratch_bytes(void);
-/* rows per chunk ubg_flce uses for this shape */
+/* rows per chunk ubg_flce uses for this shape without a tuning DB: ctx's
+ * UBGEN_FLCE_CHUNK, else (ctx NULL too) Liger's rule; never more than bt */
 UBG_HIDDEN int64_t rt_flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, int64_t vocab);
+
+/* What ubg_flce runs for a call, and why: the one choice, used by ubg_flce
+ * and shown by `ubgen plan flce.chunk`. */
+typedef struct {
+  int64_t chunk;              /* rows per chunk */
+  const char *chunk_source;   /* "UBGEN_FLCE_CHUNK", "tuned" or "Liger's rule" */
+  bool openblas;              /* OpenBLAS runs the GEMMs (f32 only; a build without it refuses the call) */
+  const char *gemm_source;    /* "UBGEN_FLCE_GEMM", "tuned" or "default" */
+  const ug_tune_entry *entry; /* ctx's tuning DB entry for the call's bucket and ub_bytes, or NULL */
+  int64_t entry_chunk;        /* its chunk=N; 0 when its variant does not read as chunk=N[,gemm=B] */
+  bool entry_openblas;        /* it says gemm=openblas */
+} rt_flce_choice;
+UBG_HIDDEN void rt_flce_choose(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, int64_t vocab,
+                               rt_flce_choice *c);
+/* the build has OpenBLAS (make BLAS=openblas) */
+UBG_HIDDEN extern const bool rt_have_openblas;
+
+/* The scratch ubg_flce allocates for a call, in bytes: each buffer in whole
+ * 64-byte lines, 0 for one the call does not need. */
+typedef struct {
+  size_t logits;    /* a chunk of logits: chunk x vocab f32 */
+  size_t loss_rows; /* the chunk's row losses (reductions MEAN and SUM) */
+  size_t z_rows;    /* and its row z-losses, with out->z_loss */
+  size_t dw_acc;    /* f32 accumulators for dweight and dbias (f16, bf16) */
+  size_t dbias_acc;
+  size_t total;
+} rt_flce_scratch;
+UBG_HIDDEN void rt_flce_scratch_sizes(ubg_dtype dtype, int64_t chunk, int64_t hidden, int64_t vocab, bool reduce_none,
+                                      bool z_loss, bool dweight, bool dbias, rt_flce_scratch *s);
 
 /* ---- launch ---- */
 UBG_HIDDEN ubg_status rt_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype,

@@ -52,30 +52,39 @@ int64_t rt_flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, int64
   return c < 1 ? 1 : c;
 }
 
-/* The tuning DB's entry for this call (`ubgen tune flce.chunk`): kernel
- * "flce", pass "chunk", the shape bucket of (bt, hidden, vocab), variant
- * "chunk=N" or "chunk=N,gemm=openblas". The environment wins over it
- * (UBGEN_FLCE_CHUNK, UBGEN_FLCE_GEMM); an entry naming OpenBLAS in a build
- * without it keeps the generated GEMMs. *source says where the chunk came
- * from, for ubg_ctx_last_variant. */
-static void tuned_chunk(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, int64_t vocab,
-                        int64_t *chunk, bool *blas, const char **source) {
-  *source = ctx->flce_chunk > 0 ? "UBGEN_FLCE_CHUNK" : "Liger's rule";
+#ifdef UBG_HAVE_OPENBLAS
+const bool rt_have_openblas = true;
+#else
+const bool rt_have_openblas = false;
+#endif
+
+/* The rule, the environment and the tuning DB's entry for this call
+ * (`ubgen tune flce.chunk`): kernel "flce", pass "chunk", the shape bucket
+ * of (bt, hidden, vocab), variant "chunk=N" or "chunk=N,gemm=openblas". The
+ * environment wins over the entry (UBGEN_FLCE_CHUNK, UBGEN_FLCE_GEMM); an
+ * entry naming OpenBLAS in a build without it keeps the generated GEMMs. */
+void rt_flce_choose(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, int64_t vocab, rt_flce_choice *c) {
+  memset(c, 0, sizeof *c);
+  c->chunk = rt_flce_chunk_rows(ctx, bt < 0 ? 0 : bt, hidden < 1 ? 1 : hidden, vocab < 1 ? 1 : vocab);
+  c->chunk_source = ctx->flce_chunk > 0 ? "UBGEN_FLCE_CHUNK" : "Liger's rule";
+  c->openblas = ctx->flce_openblas && dtype == UBG_F32;
+  c->gemm_source = ctx->flce_gemm_set ? "UBGEN_FLCE_GEMM" : "default";
   if (!ctx->tunedb.n || bt < 1 || hidden < 1 || vocab < 1) return;
   const int64_t shape[3] = {ug_tune_bucket(bt), ug_tune_bucket(hidden), ug_tune_bucket(vocab)};
-  const ug_tune_entry *e = ug_tunedb_find(&ctx->tunedb, "flce", "chunk", (int)dtype, 3, shape, ctx->ub_bytes);
+  c->entry = ug_tunedb_find(&ctx->tunedb, "flce", "chunk", (int)dtype, 3, shape, ctx->ub_bytes);
   long long n;
   char gemm[32] = "";
-  if (!e || sscanf(e->variant, "chunk=%lld,gemm=%31s", &n, gemm) < 1 || n < 1) return;
+  if (!c->entry || sscanf(c->entry->variant, "chunk=%lld,gemm=%31s", &n, gemm) < 1 || n < 1) return;
+  c->entry_chunk = n;
+  c->entry_openblas = !strcmp(gemm, "openblas");
   if (ctx->flce_chunk <= 0) {
-    *chunk = n < bt ? n : bt;
-    *source = "tuned";
+    c->chunk = n < bt ? n : bt;
+    c->chunk_source = "tuned";
   }
-#ifdef UBG_HAVE_OPENBLAS
-  if (!ctx->flce_gemm_set) *blas = dtype == UBG_F32 && !strcmp(gemm, "openblas");
-#else
-  (void)blas;
-#endif
+  if (rt_have_openblas && !ctx->flce_gemm_set && dtype == UBG_F32) {
+    c->openblas = c->entry_openblas;
+    c->gemm_source = "tuned";
+  }
 }
 
 typedef struct {
@@ -363,10 +372,24 @@ static void reduction_factors(plan *p) {
   p->weight_sum = (float)wsum;
 }
 
-/* scratch, all of it before anything is written; *bytes counts it */
+/* n bytes in whole 64-byte lines, at least one */
+static size_t lines(size_t n) { return n == 0 ? 64 : (n + 63) / 64 * 64; }
+
+void rt_flce_scratch_sizes(ubg_dtype dtype, int64_t chunk, int64_t hidden, int64_t vocab, bool reduce_none,
+                           bool z_loss, bool dweight, bool dbias, rt_flce_scratch *s) {
+  const bool f32 = dtype == UBG_F32;
+  s->logits = lines((size_t)(chunk * vocab) * 4);
+  s->loss_rows = reduce_none ? 0 : lines((size_t)chunk * 4);
+  s->z_rows = reduce_none || !z_loss ? 0 : lines((size_t)chunk * 4);
+  s->dw_acc = dweight && !f32 ? lines((size_t)(vocab * hidden) * 4) : 0;
+  s->dbias_acc = dbias && !f32 ? lines((size_t)vocab * 4) : 0;
+  s->total = s->logits + s->loss_rows + s->z_rows + s->dw_acc + s->dbias_acc;
+}
+
+/* scratch of n bytes (a multiple of 64, rt_flce_scratch_sizes's), all of
+ * it before anything is written; *bytes counts it. NULL for n == 0 too. */
 static void *scratch(size_t n, bool zero, size_t *bytes) {
-  if (n == 0) n = 64;
-  n = (n + 63) / 64 * 64;
+  if (n == 0) return NULL;
   void *q = aligned_alloc(64, n);
   if (q && zero) memset(q, 0, n);
   if (q) *bytes += n;
@@ -398,10 +421,10 @@ ubg_status ubg_flce(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, i
   p.weight = weight;
   p.target = target;
   p.out = out;
-  p.chunk = rt_flce_chunk_rows(ctx, bt < 0 ? 0 : bt, hidden < 1 ? 1 : hidden, vocab < 1 ? 1 : vocab);
-  p.blas = ctx->flce_openblas && dtype == UBG_F32;
-  const char *chunk_source;
-  tuned_chunk(ctx, dtype, bt, hidden, vocab, &p.chunk, &p.blas, &chunk_source);
+  rt_flce_choice choice;
+  rt_flce_choose(ctx, dtype, bt, hidden, vocab, &choice);
+  p.chunk = choice.chunk;
+  p.blas = choice.openblas;
   int64_t loss_n;
   ubg_status s = validate(&p, opts, &loss_n);
   if (s) return s;
@@ -410,16 +433,18 @@ ubg_status ubg_flce(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, i
 
   size_t bytes = 0;
   bool none = p.o.reduction == UBG_REDUCE_NONE, f32 = dtype == UBG_F32;
-  p.logits = scratch((size_t)(p.chunk * vocab) * 4, false, &bytes);
-  p.loss_rows = none ? NULL : scratch((size_t)p.chunk * 4, false, &bytes);
-  p.z_rows = none || !out->z_loss ? NULL : scratch((size_t)p.chunk * 4, false, &bytes);
-  float *dw_own = out->dweight && !f32 ? scratch((size_t)(vocab * hidden) * 4, true, &bytes) : NULL;
-  float *db_own = out->dbias && !f32 ? scratch((size_t)vocab * 4, true, &bytes) : NULL;
+  rt_flce_scratch sz;
+  rt_flce_scratch_sizes(dtype, p.chunk, hidden, vocab, none, out->z_loss != NULL, out->dweight != NULL,
+                        out->dbias != NULL, &sz);
+  p.logits = scratch(sz.logits, false, &bytes);
+  p.loss_rows = scratch(sz.loss_rows, false, &bytes);
+  p.z_rows = scratch(sz.z_rows, false, &bytes);
+  float *dw_own = scratch(sz.dw_acc, true, &bytes);
+  float *db_own = scratch(sz.dbias_acc, true, &bytes);
   last_scratch = bytes;
-  if (!p.logits || (!none && !p.loss_rows) || (!none && out->z_loss && !p.z_rows) || (out->dweight && !f32 && !dw_own) ||
-      (out->dbias && !f32 && !db_own)) {
+  if (bytes != sz.total) {
     s = rt_fail(ctx, UBG_ENOMEM, "ubg_flce: out of memory for %zu bytes of scratch (chunk of %lld rows x vocab %lld)",
-                bytes, (long long)p.chunk, (long long)vocab);
+                sz.total, (long long)p.chunk, (long long)vocab);
     goto done;
   }
   p.dw_acc = f32 ? out->dweight : dw_own;
@@ -449,7 +474,7 @@ ubg_status ubg_flce(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, i
   if (db_own) store_rows(out->dbias, db_own, vocab, dtype, ctx->threads);
   char last[700];
   snprintf(last, sizeof last, "%s;%s;%s;%s;chunk=%lld (%s)", p.variants[0], p.variants[1],
-           need_dx(&p) ? p.variants[2] : "-", need_dw(&p) ? p.variants[3] : "-", (long long)p.chunk, chunk_source);
+           need_dx(&p) ? p.variants[2] : "-", need_dw(&p) ? p.variants[3] : "-", (long long)p.chunk, choice.chunk_source);
   rt_set_last_variant(ctx, last);
 done:
   free(p.logits);

@@ -39,6 +39,8 @@ static void scratch_setup(const char *name) {
   unsetenv("UBGEN_BACKEND");
   unsetenv("UBGEN_LOG");
   unsetenv("UBGEN_TUNING_DB");
+  unsetenv("UBGEN_FLCE_CHUNK");
+  unsetenv("UBGEN_FLCE_GEMM");
   snprintf(scratch, sizeof scratch, "/tmp/ubgen_test_%s_XXXXXX", name);
   cr_assert_not_null(mkdtemp(scratch), "mkdtemp: %s", strerror(errno));
   char cache[300];

@@ -1398,4 +1398,211 @@ Test(cli, tune_flce_chunk_writes_an_entry) {
                 strstr(db, "\"vocab\": 512"),
             "%s", db);
   free(db);
+  /* plan flce.chunk follows the entry, at a shape of the same bucket */
+  r = ubgen("plan flce.chunk --dtype f32 --shape bt=64,hidden=30,vocab=500 --db %s/db.json", scratch);
+  assert_status(r, 0);
+  snprintf(want, sizeof want, "chunk     %lld rows  (tuned)", chunk);
+  cr_assert(strstr(r.out, want), "want \"%s\" in:\n%s", want, r.out);
+  run_free(&r);
+}
+
+/* ---- plan flce.chunk: what ubg_flce would do for a call -------------------------- */
+
+/* Liger's rule, computed here: next_pow2(ceil(bt / ceil(vocab / hidden))), at most bt */
+static long long ligers_chunk(long long bt, long long hidden, long long vocab) {
+  long long per = (vocab + hidden - 1) / hidden, rows = (bt + per - 1) / per, c = 1;
+  while (c < rows) c *= 2;
+  return c < bt ? c : bt;
+}
+
+/* `plan flce.chunk --json` at a shape; exit 0 expected */
+static json_t *plan_flce(const char *dtype, const char *shape, const char *more) {
+  run_result r = ubgen("plan flce.chunk --dtype %s --shape %s --json %s", dtype, shape, more);
+  assert_status(r, 0);
+  json_t *j = parse_json(r.out);
+  run_free(&r);
+  return j;
+}
+
+static long long jint(json_t *j, const char *key) {
+  json_t *v = json_object_get(j, key);
+  cr_assert(json_is_integer(v), "\"%s\" is an integer in %s", key, json_dumps(j, 0));
+  return json_integer_value(v);
+}
+
+static const char *jstr(json_t *j, const char *key) {
+  const char *v = json_string_value(json_object_get(j, key));
+  cr_assert_not_null(v, "\"%s\" is a string in %s", key, json_dumps(j, 0));
+  return v;
+}
+
+Test(cli, plan_flce_chunk_without_a_db_is_ligers_rule) {
+  static const long long shapes[][3] = {{4096, 1024, 32768}, {512, 512, 16384}, {100, 64, 64}, {7, 100, 50}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    const long long bt = shapes[i][0], h = shapes[i][1], v = shapes[i][2], want = ligers_chunk(bt, h, v);
+    char shape[128];
+    snprintf(shape, sizeof shape, "bt=%lld,hidden=%lld,vocab=%lld", bt, h, v);
+    for (int d = 0; d < 3; d++) {
+      const char *dt = (const char *[]){"f32", "f16", "bf16"}[d];
+      json_t *j = plan_flce(dt, shape, "");
+      cr_assert_eq(jint(j, "chunk"), want, "%s %s", dt, shape);
+      cr_assert_eq(jint(j, "rule_chunk"), want, "%s %s", dt, shape);
+      cr_assert_str_eq(jstr(j, "source"), "Liger's rule");
+      cr_assert(strstr(jstr(j, "not_tuned"), "no tuning DB"), "%s", jstr(j, "not_tuned"));
+      cr_assert_str_eq(jstr(j, "gemm"), "generated");
+      cr_assert_eq(jint(j, "chunks"), (bt + want - 1) / want);
+      /* what ubg_flce allocates for the chunk: its logits, in whole 64-byte lines */
+      cr_assert_eq(jint(j, "logits_bytes"), (want * v * 4 + 63) / 64 * 64, "%s %s", dt, shape);
+      cr_assert_eq(jint(j, "dweight_acc_bytes"), d ? (v * h * 4 + 63) / 64 * 64 : 0, "%s %s", dt, shape);
+      json_decref(j);
+    }
+  }
+  /* the example of the docs: 128 rows, said in text too */
+  cr_assert_eq(ligers_chunk(4096, 1024, 32768), 128);
+  run_result r = ubgen("plan flce.chunk --dtype bf16 --shape bt=4096,hidden=1024,vocab=32768");
+  assert_status(r, 0);
+  cr_assert(strstr(r.out, "chunk     128 rows  (Liger's rule") && strstr(r.out, "chunks    32 of 128 rows"), "%s",
+            r.out);
+  cr_assert_str_empty(r.err);
+  run_free(&r);
+}
+
+/* a DB entry at --ub's budget, this dtype and the shape's bucket serves;
+ * the DB is one the tests write, as `ubgen tune flce.chunk` writes them */
+static char *write_flce_db(const char *name, const char *cpu) {
+  char *path = path_in(scratch, name);
+  const char *fmt = "{\"kernel\": \"flce\", \"pass\": \"chunk\", \"dtype\": \"%s\", \"shape\": {\"bt\": 4096, "
+                    "\"hidden\": 1024, \"vocab\": 32768}, \"ub_bytes\": 196608, \"variant\": \"%s\", \"backend\": "
+                    "\"aot\", \"median_us\": 900.0, \"default_variant\": \"chunk=128\", \"default_median_us\": "
+                    "1200.0, \"candidates\": 8, \"rejected_ub\": 0}";
+  char f32[600], bf16[600], text[1600];
+  snprintf(f32, sizeof f32, fmt, "f32", "chunk=32");
+  snprintf(bf16, sizeof bf16, fmt, "bf16", "chunk=8192");
+  snprintf(text, sizeof text, "{\"version\": 1, %s%s%s\"entries\": [%s, %s]}\n", cpu ? "\"cpu\": \"" : "", cpu ? cpu : "",
+           cpu ? "\", " : "", f32, bf16);
+  write_file(path, text);
+  return path;
+}
+
+Test(cli, plan_flce_chunk_follows_the_tuning_db) {
+  char *db = write_flce_db("flce.json", NULL);
+  char more[600];
+  snprintf(more, sizeof more, "--db %s", db);
+  /* bt=4000 is in bucket 4096, hidden 1000 in 1024, vocab 30000 in 32768 */
+  json_t *j = plan_flce("f32", "bt=4000,hidden=1000,vocab=30000", more);
+  cr_assert_eq(jint(j, "chunk"), 32);
+  cr_assert_str_eq(jstr(j, "source"), "tuned");
+  cr_assert_str_eq(jstr(j, "tuned_variant"), "chunk=32");
+  cr_assert_str_eq(jstr(j, "bucket"), "bt=4096,hidden=1024,vocab=32768");
+  cr_assert(strstr(jstr(j, "why"), "900.0 us") && strstr(jstr(j, "why"), "chunk=128"), "%s", jstr(j, "why"));
+  cr_assert_null(json_object_get(j, "not_tuned"));
+  cr_assert_eq(jint(j, "chunks"), 125);
+  cr_assert_eq(jint(j, "rule_chunk"), ligers_chunk(4000, 1000, 30000));
+  json_decref(j);
+  /* the same from $UBGEN_TUNING_DB, in text */
+  setenv("UBGEN_TUNING_DB", db, 1);
+  run_result r = ubgen("plan flce.chunk --dtype f32 --shape bt=4000,hidden=1000,vocab=30000");
+  assert_status(r, 0);
+  cr_assert(strstr(r.out, "chunk     32 rows  (tuned)"), "%s", r.out);
+  run_free(&r);
+  unsetenv("UBGEN_TUNING_DB");
+  /* a tuned chunk above bt is bt */
+  j = plan_flce("bf16", "bt=4000,hidden=1000,vocab=30000", more);
+  cr_assert_eq(jint(j, "chunk"), 4000);
+  cr_assert_str_eq(jstr(j, "source"), "tuned");
+  json_decref(j);
+  /* not used, and why: another bucket, another dtype, another UB budget */
+  const char *miss[][3] = {{"f32", "bt=8192,hidden=1000,vocab=30000", ""},
+                           {"f16", "bt=4000,hidden=1000,vocab=30000", ""},
+                           {"f32", "bt=4000,hidden=1000,vocab=30000", "--ub 256KiB"}};
+  for (size_t i = 0; i < sizeof miss / sizeof miss[0]; i++) {
+    char m[700];
+    snprintf(m, sizeof m, "%s %s", more, miss[i][2]);
+    j = plan_flce(miss[i][0], miss[i][1], m);
+    cr_assert_str_eq(jstr(j, "source"), "Liger's rule", "%s %s %s", miss[i][0], miss[i][1], miss[i][2]);
+    cr_assert(strstr(jstr(j, "not_tuned"), "no tuning entry"), "%s", jstr(j, "not_tuned"));
+    json_decref(j);
+  }
+  /* an unusable DB (corrupt, another CPU's) is a warning, and the rule serves */
+  char *other = write_flce_db("other.json", "Not This CPU");
+  char *corrupt = path_in(scratch, "corrupt.json");
+  write_file(corrupt, "{\"version\": 1, \"entries\": [");
+  const char *bad[] = {other, corrupt};
+  for (int i = 0; i < 2; i++) {
+    r = ubgen("plan flce.chunk --dtype f32 --shape bt=4000,hidden=1000,vocab=30000 --json --db %s", bad[i]);
+    assert_status(r, 0);
+    cr_assert(strstr(r.err, "warning") && strstr(r.err, bad[i]), "%s", r.err);
+    j = parse_json(r.out);
+    cr_assert_str_eq(jstr(j, "source"), "Liger's rule");
+    cr_assert(strstr(jstr(j, "not_tuned"), "unusable") && strstr(jstr(j, "not_tuned"), bad[i]), "%s",
+              jstr(j, "not_tuned"));
+    json_decref(j);
+    run_free(&r);
+  }
+  free(corrupt), free(other), free(db);
+}
+
+Test(cli, plan_flce_chunk_environment_wins_over_the_db) {
+  char *db = write_flce_db("flce.json", NULL);
+  char more[600];
+  snprintf(more, sizeof more, "--db %s", db);
+  setenv("UBGEN_FLCE_CHUNK", "64", 1);
+  json_t *j = plan_flce("f32", "bt=4000,hidden=1000,vocab=30000", more);
+  cr_assert_eq(jint(j, "chunk"), 64);
+  cr_assert_str_eq(jstr(j, "source"), "UBGEN_FLCE_CHUNK");
+  cr_assert(strstr(jstr(j, "not_tuned"), "UBGEN_FLCE_CHUNK wins") && strstr(jstr(j, "not_tuned"), "chunk=32"), "%s",
+            jstr(j, "not_tuned"));
+  cr_assert_eq(jint(j, "chunks"), 63);
+  json_decref(j);
+  /* and over the rule; never more than bt */
+  setenv("UBGEN_FLCE_CHUNK", "8192", 1);
+  j = plan_flce("bf16", "bt=100,hidden=64,vocab=64", "");
+  cr_assert_eq(jint(j, "chunk"), 100);
+  cr_assert_str_eq(jstr(j, "source"), "UBGEN_FLCE_CHUNK");
+  json_decref(j);
+  /* a bad value is refused as ubg_ctx_create refuses it */
+  setenv("UBGEN_FLCE_CHUNK", "lots", 1);
+  run_result r = ubgen("plan flce.chunk --dtype f32 --shape bt=1,hidden=1,vocab=1");
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "UBGEN_FLCE_CHUNK") && strstr(r.err, "lots"), "%s", r.err);
+  cr_assert_str_empty(r.out);
+  run_free(&r);
+  unsetenv("UBGEN_FLCE_CHUNK");
+  /* UBGEN_FLCE_GEMM names the GEMMs */
+  setenv("UBGEN_FLCE_GEMM", "generated", 1);
+  j = plan_flce("f32", "bt=4000,hidden=1000,vocab=30000", more);
+  cr_assert_str_eq(jstr(j, "gemm"), "generated");
+  cr_assert_str_eq(jstr(j, "gemm_source"), "UBGEN_FLCE_GEMM");
+  cr_assert_str_eq(jstr(j, "source"), "tuned");
+  json_decref(j);
+  unsetenv("UBGEN_FLCE_GEMM");
+  free(db);
+}
+
+Test(cli, plan_flce_chunk_bad_input_exits_2) {
+  static const struct {
+    const char *args, *named;
+  } bad[] = {
+      {"--dtype f32 --shape bt=4096,hidden=1024", "vocab"},           /* a dim missing */
+      {"--dtype f32 --shape hidden=1024,vocab=32768", "bt"},
+      {"--dtype f32 --shape bt=0,hidden=1024,vocab=32768", "bt=0"},   /* below 1 */
+      {"--dtype f32 --shape bt=8,hidden=0,vocab=32768", "hidden=0"},
+      {"--dtype f32 --shape bt=8,hidden=8,vocab=-1", "vocab=-1"},
+      {"--dtype f32 --shape bt=8,hidden=8,vocab=x", "vocab=\"x\""},
+      {"--dtype f32 --shape bt=8,hidden=8,vocab=8,rows=8", "rows"},  /* not a shape name */
+      {"--dtype f32 --shape bt=8/16,hidden=8,vocab=8", "bt=8/16"},   /* one shape only */
+      {"--dtype f32 --shape bt=8,hidden=8,vocab=4294967296", "vocab=4294967296"},
+      {"--dtype f32 --dtype bf16 --shape bt=8,hidden=8,vocab=8", "--dtype \"bf16\""}, /* a second --dtype */
+      {"--dtype f32 --dtype f32 --shape bt=8,hidden=8,vocab=8", "--dtype \"f32\" after"},
+      {"--dtype f64 --shape bt=8,hidden=8,vocab=8", "f64"},
+      {"--shape bt=8,hidden=8,vocab=8", "--dtype"},
+      {"--dtype f32", "--shape"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    run_result r = ubgen("plan flce.chunk %s", bad[i].args);
+    assert_status(r, 2);
+    cr_assert(strstr(r.err, bad[i].named), "%s: the message names %s: %s", bad[i].args, bad[i].named, r.err);
+    cr_assert_str_empty(r.out, "%s", bad[i].args);
+    run_free(&r);
+  }
 }
