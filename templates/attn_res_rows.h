@@ -79,8 +79,8 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
   }
   for (c = 0; c < n; c += UBG_PF_CHUNK) {
     const ubg_i64 end = ubg_min(n, c + UBG_PF_CHUNK);
-    if (next >= 0)
-      for (i = 0; i < nrows; i++) ubg_prefetch(s8 + (next + i * plane + c) * ESIZE, (end - c) * ESIZE);
+    if (next >= 0) /* into the L2: the L1 holds this token's rows (A/B: backward 1.1x) */
+      for (i = 0; i < nrows; i++) ubg_prefetch_l2(s8 + (next + i * plane + c) * ESIZE, (end - c) * ESIZE);
     j = c;
     if (PAIRED)
       for (; j + 32 <= end; j += 32)
@@ -148,7 +148,7 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
     for (; j + 32 <= n; j += 32) { /* 64 bytes: one line of each next row */
       const ubg_f32x16 q0 = ubg_v_ld(wqn + j), q1 = ubg_v_ld(wqn + j + 16);
       if (next >= 0)
-        for (i = 0; i < nrows; i++) UBG_PREFETCH((const ubg_u8 *)src + (next + i * plane + j) * ESIZE);
+        for (i = 0; i < nrows; i++) UBG_PREFETCH_L2((const ubg_u8 *)src + (next + i * plane + j) * ESIZE);
       for (i = 0; i < nrows; i++) {
         const ubg_pair_i32x16 w = ld_pair(rows, i * stride + j);
         acc[i] += rnd16_scaled(pair_lo(w), r[i]) * q0;
@@ -158,7 +158,7 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
   for (; j + 16 <= n; j += 16) {
     const ubg_f32x16 q = ubg_v_ld(wqn + j);
     if (next >= 0 && ((j * ESIZE) & 63) == 0)
-      for (i = 0; i < nrows; i++) UBG_PREFETCH((const ubg_u8 *)src + (next + i * plane + j) * ESIZE);
+      for (i = 0; i < nrows; i++) UBG_PREFETCH_L2((const ubg_u8 *)src + (next + i * plane + j) * ESIZE);
     for (i = 0; i < nrows; i++) acc[i] += rnd16_scaled(ld16(rows, i * stride + j), r[i]) * q;
   }
   for (i = 0; i < nrows; i++) ubg_v_st(lanes + i * UBG_LANES, acc[i]);
