@@ -185,13 +185,16 @@ UBG_INLINE ubg_f32x16 ubg_v_ld_bf16(const void *p, ubg_i64 i) {
   __builtin_memcpy(&h, (const ubg_u16 *)p + i, 32);
   return ubg_v_widen_bf16(h);
 }
-UBG_INLINE ubg_i16x16 ubg_v_to_bf16(ubg_f32x16 v, unsigned *sub) {
-  /* subnormal: exponent bits 0, mantissa not; tested on the integer bits
-   * because vfpclassps calls a subnormal zero when MXCSR.DAZ is set */
+/* the lanes of v that hold an f32 subnormal: exponent bits 0, mantissa
+ * not; tested on the integer bits because vfpclassps calls a subnormal zero
+ * when MXCSR.DAZ is set; two mask tests (the vector comparison spelled in
+ * C compiled to eight ops) */
+UBG_INLINE unsigned ubg_v_subnormal_lanes(ubg_f32x16 v) {
   const ubg_i32x16 u = (ubg_i32x16)v, exp = (ubg_i32x16){0} + 0x7f800000, man = (ubg_i32x16){0} + 0x007fffff;
-  /* two mask tests (exponent bits all clear, then mantissa bits not all
-   * clear); the vector comparison spelled in C compiled to eight ops */
-  *sub |= __builtin_ia32_ptestmd512(u, man, __builtin_ia32_ptestnmd512(u, exp, (unsigned short)0xffff));
+  return __builtin_ia32_ptestmd512(u, man, __builtin_ia32_ptestnmd512(u, exp, (unsigned short)0xffff));
+}
+UBG_INLINE ubg_i16x16 ubg_v_to_bf16(ubg_f32x16 v, unsigned *sub) {
+  *sub |= ubg_v_subnormal_lanes(v);
   return (ubg_i16x16)__builtin_ia32_cvtneps2bf16_v16sf(v);
 }
 /* ubg_rnd_bf16 on 16 lanes */
@@ -260,10 +263,7 @@ UBG_INLINE void ubg_v_stream_bf16(void *p, ubg_i64 i, ubg_i16x16 h) {
  * full instead of in two halves */
 typedef short ubg_i16x32 __attribute__((vector_size(64)));
 UBG_INLINE ubg_i16x32 ubg_v_to_bf16x32(ubg_f32x16 lo, ubg_f32x16 hi, unsigned *sub) {
-  const ubg_i32x16 ul = (ubg_i32x16)lo, uh = (ubg_i32x16)hi, exp = (ubg_i32x16){0} + 0x7f800000,
-                   man = (ubg_i32x16){0} + 0x007fffff;
-  *sub |= __builtin_ia32_ptestmd512(ul, man, __builtin_ia32_ptestnmd512(ul, exp, (unsigned short)0xffff)) |
-          __builtin_ia32_ptestmd512(uh, man, __builtin_ia32_ptestnmd512(uh, exp, (unsigned short)0xffff));
+  *sub |= ubg_v_subnormal_lanes(lo) | ubg_v_subnormal_lanes(hi);
   return (ubg_i16x32)__builtin_ia32_cvtne2ps2bf16_v32hi(hi, lo);
 }
 UBG_INLINE void ubg_v_st_x32(void *p, ubg_i64 i, ubg_i16x32 h, int stream) {
@@ -271,10 +271,10 @@ UBG_INLINE void ubg_v_st_x32(void *p, ubg_i64 i, ubg_i16x32 h, int stream) {
   if (stream && ((unsigned long)q & 63) == 0) {
     typedef long long ubg_i64x8 __attribute__((vector_size(64)));
     __builtin_ia32_movntdq512((ubg_i64x8 *)q, (ubg_i64x8)h);
-  } else if (stream && ((unsigned long)q & 31) == 0) {
-    const ubg_i64x4 *v = (const ubg_i64x4 *)&h;
-    __builtin_ia32_movntdq256((ubg_i64x4 *)q, v[0]);
-    __builtin_ia32_movntdq256((ubg_i64x4 *)(q + 16), v[1]);
+  } else if (stream) { /* not line-aligned: as two halves */
+    const ubg_i16x16 *half = (const ubg_i16x16 *)&h;
+    ubg_v_stream_bf16(p, i, half[0]);
+    ubg_v_stream_bf16(p, i + 16, half[1]);
   } else {
     __builtin_memcpy(q, &h, 64);
   }
