@@ -101,8 +101,8 @@ void ubg_vop_mac(float *acc, const float *a, const float *b, ubg_i64 n) {
   for (ubg_i64 k = 0; k < n; k++) acc[k] += a[k] * b[k];
 }
 
-void ubg_vop_macs(float *acc, const float *a, float s, ubg_i64 n) {
-  for (ubg_i64 k = 0; k < n; k++) acc[k] += a[k] * s;
+void ubg_vop_fmas(float *dst, const float *x, float s, const float *y, ubg_i64 n) {
+  for (ubg_i64 k = 0; k < n; k++) dst[k] = fmaf(s, x[k], y[k]);
 }
 
 void ubg_vop_copy(float *dst, const float *src, ubg_i64 n) {
@@ -114,6 +114,7 @@ void ubg_vop_fill(float *dst, float v, ubg_i64 n) {
 }
 
 void ubg_vop_lanes_dot(float *acc, const float *a, const float *b, ubg_i64 n) { ubg_lanes_dot(acc, a, b, n); }
+void ubg_vop_lanes_fma(float *acc, const float *a, const float *b, ubg_i64 n) { ubg_lanes_fma(acc, a, b, n); }
 
 /* ubg_copy and ubg_zero of the prelude, for tcc (the prelude declares these
  * only when __TINYC__ is defined) */
@@ -128,8 +129,8 @@ const ubg_vop_symbol ubg_vop_symbols[] = {
     {"ubg_vop_mul", (const void *)ubg_vop_mul},     {"ubg_vop_adds", (const void *)ubg_vop_adds},
     {"ubg_vop_add", (const void *)ubg_vop_add},     {"ubg_vop_axpby", (const void *)ubg_vop_axpby},
     {"ubg_vop_mac", (const void *)ubg_vop_mac},     {"ubg_vop_fill", (const void *)ubg_vop_fill},
-    {"ubg_vop_macs", (const void *)ubg_vop_macs},   {"ubg_vop_copy", (const void *)ubg_vop_copy},
-    {"ubg_vop_lanes_dot", (const void *)ubg_vop_lanes_dot},
+    {"ubg_vop_fmas", (const void *)ubg_vop_fmas},   {"ubg_vop_copy", (const void *)ubg_vop_copy},
+    {"ubg_vop_lanes_dot", (const void *)ubg_vop_lanes_dot}, {"ubg_vop_lanes_fma", (const void *)ubg_vop_lanes_fma},
     {"ubg_vop_copy_bytes", (const void *)ubg_vop_copy_bytes},
     {"ubg_vop_zero_bytes", (const void *)ubg_vop_zero_bytes}, {0, 0},
 };

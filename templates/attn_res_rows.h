@@ -5,7 +5,10 @@
     and the alpha-weighted sum. Rows are copied as they are (half the bytes
     of f32 for f16/bf16) and converted in registers where used. The
     including template defines LD, ST, RND, DT, ESIZE; tcc gets the same
-    operations as vector calls over staged chunks. }}
+    operations as vector calls over staged chunks. Every multiply-add here
+    is one fused operation (fmaf; gcc's vector FMA gives its bits): the
+    kernels were bound by the vector units' operation count, not by the
+    latency of the chains (A/B: forward and backward 1.03-1.09x). }}
 enum { ROWS = 4 }; /* rows at a time in load_dot_rows and score_rows */
 
 #ifndef __TINYC__
@@ -25,13 +28,17 @@ enum { PAIRED = 0 };
 #endif
 typedef int ubg_pair_i32x16 __attribute__((vector_size(64)));
 typedef short ubg_pair_i16x32 __attribute__((vector_size(64)));
-/* the 32 16-bit columns at p, paired */
-UBG_INLINE ubg_pair_i32x16 pair32(const void *p) {
+/* 32 16-bit columns in order, paired */
+UBG_INLINE ubg_pair_i32x16 pair_words(ubg_pair_i16x32 h) {
   const ubg_pair_i16x32 order = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
                                  8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  return (ubg_pair_i32x16)__builtin_shuffle(h, order);
+}
+/* the 32 16-bit columns at p, paired */
+UBG_INLINE ubg_pair_i32x16 pair32(const void *p) {
   ubg_pair_i16x32 h;
   __builtin_memcpy(&h, p, 64);
-  return (ubg_pair_i32x16)__builtin_shuffle(h, order);
+  return pair_words(h);
 }
 /* the paired chunk at element i of rows (i a multiple of 32) */
 UBG_INLINE ubg_pair_i32x16 ld_pair(const void *rows, ubg_i64 i) {
@@ -42,12 +49,31 @@ UBG_INLINE ubg_pair_i32x16 ld_pair(const void *rows, ubg_i64 i) {
 /* its first and second 16 columns as f32 (bf16 is the high half of f32) */
 UBG_INLINE ubg_f32x16 pair_lo(ubg_pair_i32x16 w) { return (ubg_f32x16)(w << 16); }
 UBG_INLINE ubg_f32x16 pair_hi(ubg_pair_i32x16 w) { return (ubg_f32x16)(w & (int)0xffff0000u); }
+#ifdef UBG_V16
+/* rnd(lo * r) and rnd(hi * r) (bf16 products, as rnd16_scaled gives them)
+ * by one conversion of both and a re-pairing: a third of the vector
+ * operations of rnd16_scaled's integer rounding, which was most of the
+ * score's work (A/B: forward 1.04x). vcvtne2ps2bf16 flushes an f32
+ * subnormal to zero, so the lanes holding one are ORed into *sub, and the
+ * caller then takes rnd16_scaled for the chunk. Under MXCSR.DAZ
+ * vfpclassps calls such a product zero and lets the flushed value through;
+ * the bits stay the same, as the FMA that takes the rounded product reads a
+ * subnormal as zero then too. */
+UBG_INLINE void rnd_pair_scaled(ubg_f32x16 lo, ubg_f32x16 hi, float r, ubg_f32x16 *rlo, ubg_f32x16 *rhi, unsigned *sub) {
+  const ubg_f32x16 pl = lo * r, ph = hi * r;
+  const ubg_pair_i32x16 w = pair_words((ubg_pair_i16x32)__builtin_ia32_cvtne2ps2bf16_v32hi(ph, pl));
+  *sub |= (unsigned)__builtin_ia32_fpclassps512_mask(pl, 0x20 /* subnormal */, (unsigned short)0xffff) |
+          (unsigned)__builtin_ia32_fpclassps512_mask(ph, 0x20, (unsigned short)0xffff);
+  *rlo = pair_lo(w);
+  *rhi = pair_hi(w);
+}
+#endif
 #endif
 
 /* rows + i * stride = the row src[base + i * plane, + n) (paired if
  * PAIRED), for i < nrows (a constant: the accumulators live in
- * registers), and over the lanes la[i] += pa * x (pa NULL: x * x, the sum
- * of squares) and, with pb, lb[i] += pb * x. The rows at next + i * plane
+ * registers), and over the lanes la[i] = fma(pa, x, la[i]) (pa NULL:
+ * x * x, the sum of squares) and, with pb, lb[i] = fma(pb, x, lb[i]). The rows at next + i * plane
  * (next >= 0: the program's next token) are requested from memory
  * meanwhile. */
 UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i64 base, ubg_i64 plane, int nrows,
@@ -65,8 +91,8 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
     for (c = 0; c < n; c += UBG_VCHUNK) { /* c is a multiple of the lanes */
       const ubg_i64 m = ubg_min(UBG_VCHUNK, n - c);
       ubg_vop_load(buf, src, base + i * plane + c, m, DT);
-      ubg_vop_lanes_dot(la + i * UBG_LANES, pa ? pa + c : buf, buf, m);
-      if (pb) ubg_vop_lanes_dot(lb + i * UBG_LANES, pb + c, buf, m);
+      ubg_vop_lanes_fma(la + i * UBG_LANES, pa ? pa + c : buf, buf, m);
+      if (pb) ubg_vop_lanes_fma(lb + i * UBG_LANES, pb + c, buf, m);
     }
   }
 #else
@@ -88,11 +114,11 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
           const ubg_pair_i32x16 w = pair32(s8 + (base + i * plane + j) * ESIZE);
           const ubg_f32x16 x0 = pair_lo(w), x1 = pair_hi(w);
           __builtin_memcpy(dst + (i * stride + j) * ESIZE, &w, 64);
-          a[i] += (pa ? ubg_v_ld(pa + j) : x0) * x0;
-          a[i] += (pa ? ubg_v_ld(pa + j + 16) : x1) * x1;
+          a[i] = ubg_v_fma(pa ? ubg_v_ld(pa + j) : x0, x0, a[i]);
+          a[i] = ubg_v_fma(pa ? ubg_v_ld(pa + j + 16) : x1, x1, a[i]);
           if (pb) {
-            b[i] += ubg_v_ld(pb + j) * x0;
-            b[i] += ubg_v_ld(pb + j + 16) * x1;
+            b[i] = ubg_v_fma(ubg_v_ld(pb + j), x0, b[i]);
+            b[i] = ubg_v_fma(ubg_v_ld(pb + j + 16), x1, b[i]);
           }
         }
     for (; j + 16 <= end; j += 16)
@@ -100,8 +126,8 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
         const ubg_i64 at = base + i * plane + j;
         const ubg_f32x16 x = ld16(src, at);
         __builtin_memcpy(dst + (i * stride + j) * ESIZE, s8 + at * ESIZE, 16 * ESIZE);
-        a[i] += (pa ? ubg_v_ld(pa + j) : x) * x;
-        if (pb) b[i] += ubg_v_ld(pb + j) * x;
+        a[i] = ubg_v_fma(pa ? ubg_v_ld(pa + j) : x, x, a[i]);
+        if (pb) b[i] = ubg_v_fma(ubg_v_ld(pb + j), x, b[i]);
       }
   }
   for (i = 0; i < nrows; i++) {
@@ -113,13 +139,13 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
       const ubg_i64 at = base + i * plane + j + l;
       const float x = LD(src, at);
       __builtin_memcpy(dst + (i * stride + j + l) * ESIZE, s8 + at * ESIZE, ESIZE);
-      la[i * UBG_LANES + l] += (pa ? pa[j + l] : x) * x;
-      if (pb) lb[i * UBG_LANES + l] += pb[j + l] * x;
+      la[i * UBG_LANES + l] = fmaf(pa ? pa[j + l] : x, x, la[i * UBG_LANES + l]);
+      if (pb) lb[i * UBG_LANES + l] = fmaf(pb[j + l], x, lb[i * UBG_LANES + l]);
     }
 #endif
 }
 
-/* lanes[i] += rnd(row_i * r[i]) * wqn over the lanes, for i < nrows; the
+/* lanes[i] = fma(rnd(row_i * r[i]), wqn, lanes[i]) over the lanes, for i < nrows; the
  * rows at src[next + i * plane] (next >= 0: the same rows of the program's
  * next token) are requested from memory meanwhile, a line at a time: this
  * is the arithmetic-heavy phase, so the memory system works while it runs */
@@ -137,7 +163,7 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
       ubg_vop_load(buf, rows, i * stride + c, m, DT);
       ubg_vop_muls(buf, buf, r[i], m);
       ubg_vop_rnd(buf, buf, m, DT);
-      ubg_vop_lanes_dot(lanes + i * UBG_LANES, buf, wqn + c, m);
+      ubg_vop_lanes_fma(lanes + i * UBG_LANES, buf, wqn + c, m);
     }
 #else
   ubg_f32x16 acc[ROWS];
@@ -151,25 +177,36 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
         for (i = 0; i < nrows; i++) UBG_PREFETCH_L2((const ubg_u8 *)src + (next + i * plane + j) * ESIZE);
       for (i = 0; i < nrows; i++) {
         const ubg_pair_i32x16 w = ld_pair(rows, i * stride + j);
-        acc[i] += rnd16_scaled(pair_lo(w), r[i]) * q0;
-        acc[i] += rnd16_scaled(pair_hi(w), r[i]) * q1;
+        ubg_f32x16 y0, y1;
+#ifdef UBG_V16
+        unsigned sub = 0;
+        rnd_pair_scaled(pair_lo(w), pair_hi(w), r[i], &y0, &y1, &sub);
+        if (__builtin_expect(sub != 0, 0))
+#endif
+        {
+          y0 = rnd16_scaled(pair_lo(w), r[i]);
+          y1 = rnd16_scaled(pair_hi(w), r[i]);
+        }
+        acc[i] = ubg_v_fma(y0, q0, acc[i]);
+        acc[i] = ubg_v_fma(y1, q1, acc[i]);
       }
     }
   for (; j + 16 <= n; j += 16) {
     const ubg_f32x16 q = ubg_v_ld(wqn + j);
     if (next >= 0 && ((j * ESIZE) & 63) == 0)
       for (i = 0; i < nrows; i++) UBG_PREFETCH_L2((const ubg_u8 *)src + (next + i * plane + j) * ESIZE);
-    for (i = 0; i < nrows; i++) acc[i] += rnd16_scaled(ld16(rows, i * stride + j), r[i]) * q;
+    for (i = 0; i < nrows; i++) acc[i] = ubg_v_fma(rnd16_scaled(ld16(rows, i * stride + j), r[i]), q, acc[i]);
   }
   for (i = 0; i < nrows; i++) ubg_v_st(lanes + i * UBG_LANES, acc[i]);
   for (i = 0; i < nrows; i++)
-    for (l = 0; j + l < n; l++) lanes[i * UBG_LANES + l] += RND(LD(rows, i * stride + j + l) * r[i]) * wqn[j + l];
+    for (l = 0; j + l < n; l++)
+      lanes[i * UBG_LANES + l] = fmaf(RND(LD(rows, i * stride + j + l) * r[i]), wqn[j + l], lanes[i * UBG_LANES + l]);
 #endif
 }
 
-/* out[base, + n) = rnd(0 + a[0] row_0 + a[1] row_1 + ...), the sum in
- * block order; h[0, n) += a * row for the tiled code (h from zero gives
- * the same chain) */
+/* out[base, + n) = rnd(h), h = fma(a[i], row_i, h) for i = 0, 1, ... from
+ * h = 0 (the first step is 0 + a[0] row_0); h[0, n) = fma(a, row, h) for
+ * the tiled code (h from zero gives the same chain) */
 #ifdef __TINYC__
 static void out_rows(void *out, ubg_i64 base, const void *rows, ubg_i64 stride, const float *a, ubg_i64 nb, ubg_i64 n,
                      int stream) {
@@ -177,12 +214,10 @@ static void out_rows(void *out, ubg_i64 base, const void *rows, ubg_i64 stride, 
   ubg_i64 c, i;
   for (c = 0; c < n; c += UBG_VCHUNK) {
     const ubg_i64 m = ubg_min(UBG_VCHUNK, n - c);
-    ubg_vop_load(h, rows, c, m, DT);
-    ubg_vop_muls(h, h, a[0], m);
-    ubg_vop_adds(h, h, 0.0f, m);
-    for (i = 1; i < nb; i++) {
+    ubg_vop_fill(h, 0.0f, m);
+    for (i = 0; i < nb; i++) {
       ubg_vop_load(t, rows, i * stride + c, m, DT);
-      ubg_vop_axpby(h, a[i], t, 1.0f, h, m);
+      ubg_vop_fmas(h, t, a[i], h, m);
     }
     ubg_vop_store(out, base + c, h, m, DT, stream);
   }
@@ -193,7 +228,7 @@ static void axpy_row(float *h, float a, const void *row, ubg_i64 n) {
   for (c = 0; c < n; c += UBG_VCHUNK) {
     const ubg_i64 m = ubg_min(UBG_VCHUNK, n - c);
     ubg_vop_load(t, row, c, m, DT);
-    ubg_vop_axpby(h + c, a, t, 1.0f, h + c, m);
+    ubg_vop_fmas(h + c, t, a, h + c, m);
   }
 }
 #else
@@ -204,16 +239,12 @@ UBG_INLINE void out_pairs(void *out, ubg_i64 at, const void *rows, ubg_i64 strid
   ubg_f32x16 h[4];
   ubg_i64 i;
   int u;
-  for (u = 0; u < npairs; u++) {
-    const ubg_pair_i32x16 w = ld_pair(rows, d + 32 * u);
-    h[2 * u] = 0.0f + a[0] * pair_lo(w);
-    h[2 * u + 1] = 0.0f + a[0] * pair_hi(w);
-  }
-  for (i = 1; i < nb; i++)
+  for (u = 0; u < 4; u++) h[u] = (ubg_f32x16){0};
+  for (i = 0; i < nb; i++)
     for (u = 0; u < npairs; u++) {
       const ubg_pair_i32x16 w = ld_pair(rows, i * stride + d + 32 * u);
-      h[2 * u] += a[i] * pair_lo(w);
-      h[2 * u + 1] += a[i] * pair_hi(w);
+      h[2 * u] = ubg_v_fma(ubg_v_splat(a[i]), pair_lo(w), h[2 * u]);
+      h[2 * u + 1] = ubg_v_fma(ubg_v_splat(a[i]), pair_hi(w), h[2 * u + 1]);
     }
   for (u = 0; u < npairs; u++) store32(out, at + 32 * u, h[2 * u], h[2 * u + 1], stream);
 }
@@ -221,8 +252,8 @@ static void out_rows(void *out, ubg_i64 base, const void *rows, ubg_i64 stride, 
                      int stream) {
   ubg_i64 d = 0, i;
   int u;
-  /* four chunks at once: each output is a chain of dependent additions
-   * over the blocks, four chains keep the adder busy */
+  /* four chunks at once: each output is a chain of dependent FMAs over
+   * the blocks, four chains keep the unit busy */
   if (PAIRED) {
     for (; d + 64 <= n; d += 64)
       out_pairs(out, base + d, rows, stride, d, a, nb, 2, stream);
@@ -233,33 +264,33 @@ static void out_rows(void *out, ubg_i64 base, const void *rows, ubg_i64 stride, 
   }
   for (; d + 64 <= n; d += 64) {
     ubg_f32x16 h[4];
-    for (u = 0; u < 4; u++) h[u] = 0.0f + a[0] * ld16(rows, d + 16 * u);
-    for (i = 1; i < nb; i++)
-      for (u = 0; u < 4; u++) h[u] += a[i] * ld16(rows, i * stride + d + 16 * u);
+    for (u = 0; u < 4; u++) h[u] = (ubg_f32x16){0};
+    for (i = 0; i < nb; i++)
+      for (u = 0; u < 4; u++) h[u] = ubg_v_fma(ubg_v_splat(a[i]), ld16(rows, i * stride + d + 16 * u), h[u]);
     store32(out, base + d, h[0], h[1], stream);
     store32(out, base + d + 32, h[2], h[3], stream);
   }
   for (; d + 16 <= n; d += 16) {
-    ubg_f32x16 h = 0.0f + a[0] * ld16(rows, d);
-    for (i = 1; i < nb; i++) h += a[i] * ld16(rows, i * stride + d);
+    ubg_f32x16 h = {0};
+    for (i = 0; i < nb; i++) h = ubg_v_fma(ubg_v_splat(a[i]), ld16(rows, i * stride + d), h);
     store16(out, base + d, h, stream);
   }
   for (; d < n; d++) {
-    float x = 0.0f + a[0] * LD(rows, d);
-    for (i = 1; i < nb; i++) x += a[i] * LD(rows, i * stride + d);
+    float x = 0.0f;
+    for (i = 0; i < nb; i++) x = fmaf(a[i], LD(rows, i * stride + d), x);
     ST(out, base + d, x);
   }
 }
 UBG_INLINE void axpy_row(float *UBG_RESTRICT h, float a, const void *row, ubg_i64 n) {
   ubg_i64 d;
-  for (d = 0; d < n; d++) h[d] += a * LD(row, d);
+  for (d = 0; d < n; d++) h[d] = fmaf(a, LD(row, d), h[d]);
 }
 #endif
 
 /* The backward's elementwise step for one block over n columns of a row x
  * (storage dtype), f32 inside:
- *   dv  = rnd((a * dh + rds * wqn) - c * x)        at dv[at, + n)
- *   S  += x * rds                                  (dw's sum, weights left out) */
+ *   dv  = rnd(fma(-c, x, fma(a, dh, rds * wqn)))   at dv[at, + n)
+ *   S   = fma(x, rds, S)                           (dw's sum, weights left out) */
 UBG_INLINE void dv_row(void *dv, ubg_i64 at, const void *x, const float *UBG_RESTRICT dh, const float *UBG_RESTRICT wqn,
                        float a, float rds, float c, float *UBG_RESTRICT S, ubg_i64 n, int stream) {
 #ifdef __TINYC__
@@ -268,22 +299,24 @@ UBG_INLINE void dv_row(void *dv, ubg_i64 at, const void *x, const float *UBG_RES
   for (o = 0; o < n; o += UBG_VCHUNK) {
     const ubg_i64 k = ubg_min(UBG_VCHUNK, n - o);
     ubg_vop_load(xs, x, o, k, DT);
-    ubg_vop_axpby(t1, a, dh + o, rds, wqn + o, k); /* a * dh + rds * wqn */
-    ubg_vop_axpby(t1, 1.0f, t1, -c, xs, k);        /* ... - c * x */
+    ubg_vop_muls(t1, wqn + o, rds, k);    /* rds * wqn */
+    ubg_vop_fmas(t1, dh + o, a, t1, k);   /* fma(a, dh, ...) */
+    ubg_vop_fmas(t1, xs, -c, t1, k);      /* fma(-c, x, ...) */
     ubg_vop_store(dv, at + o, t1, k, DT, stream);
-    ubg_vop_macs(S + o, xs, rds, k);               /* S += x * rds */
+    ubg_vop_fmas(S + o, xs, rds, S + o, k); /* S = fma(x, rds, S) */
   }
 #else
   ubg_i64 d = 0;
   for (; d + 16 <= n; d += 16) {
     const ubg_f32x16 xv = ld16(x, d);
-    store16(dv, at + d, (a * ubg_v_ld(dh + d) + rds * ubg_v_ld(wqn + d)) - c * xv, stream);
-    ubg_v_st(S + d, ubg_v_ld(S + d) + xv * rds);
+    store16(dv, at + d,
+            ubg_v_fma(ubg_v_splat(-c), xv, ubg_v_fma(ubg_v_splat(a), ubg_v_ld(dh + d), rds * ubg_v_ld(wqn + d))), stream);
+    ubg_v_st(S + d, ubg_v_fma(xv, ubg_v_splat(rds), ubg_v_ld(S + d)));
   }
   for (; d < n; d++) {
     const float xv = LD(x, d);
-    ST(dv, at + d, (a * dh[d] + rds * wqn[d]) - c * xv);
-    S[d] += xv * rds;
+    ST(dv, at + d, fmaf(-c, xv, fmaf(a, dh[d], rds * wqn[d])));
+    S[d] = fmaf(xv, rds, S[d]);
   }
 #endif
 }
@@ -310,8 +343,8 @@ static void dv_rows(void *dv, ubg_i64 at, ubg_i64 plane, const void *rows, ubg_i
 #pragma GCC unroll 2
         for (u = 0; u < 2; u++) { /* unrolled, or h, qw, ... live in memory */
           const ubg_f32x16 xv = u ? pair_hi(p) : pair_lo(p);
-          y[u] = (a[i] * h[u] + rds[i] * qw[u]) - c[i] * xv;
-          sum[u] += xv * rds[i];
+          y[u] = ubg_v_fma(ubg_v_splat(-c[i]), xv, ubg_v_fma(ubg_v_splat(a[i]), h[u], rds[i] * qw[u]));
+          sum[u] = ubg_v_fma(xv, ubg_v_splat(rds[i]), sum[u]);
         }
         store32(dv, at + i * plane + d, y[0], y[1], 0);
       }
@@ -322,8 +355,9 @@ static void dv_rows(void *dv, ubg_i64 at, ubg_i64 plane, const void *rows, ubg_i
     ubg_f32x16 sum = ubg_v_ld(S + d);
     for (i = 0; i < nb; i++) {
       const ubg_f32x16 xv = ld16(rows, i * stride + d);
-      store16(dv, at + i * plane + d, (a[i] * h + rds[i] * qw) - c[i] * xv, 0);
-      sum += xv * rds[i];
+      store16(dv, at + i * plane + d,
+              ubg_v_fma(ubg_v_splat(-c[i]), xv, ubg_v_fma(ubg_v_splat(a[i]), h, rds[i] * qw)), 0);
+      sum = ubg_v_fma(xv, ubg_v_splat(rds[i]), sum);
     }
     ubg_v_st(S + d, sum);
   }

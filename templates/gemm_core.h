@@ -113,15 +113,6 @@ UBG_INLINE void gemm_transpose16(ubg_f32x16 *v) {
 #if defined(__GNUC__) && !defined(__TINYC__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
-UBG_INLINE ubg_f32x16 gemm_fma(ubg_f32x16 a, ubg_f32x16 b, ubg_f32x16 c) {
-#if defined(__AVX512F__)
-  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)0xffff, 4);
-#else
-  int l;
-  for (l = 0; l < 16; l++) c[l] = __builtin_fmaf(a[l], b[l], c[l]);
-  return c;
-#endif
-}
 static void gemm_panel(const float *UBG_RESTRICT a, const float *UBG_RESTRICT b, float *UBG_RESTRICT c, ubg_i64 kc) {
   ubg_f32x16 c0[MR], c1[MR];
   ubg_i64 k;
@@ -134,8 +125,8 @@ static void gemm_panel(const float *UBG_RESTRICT a, const float *UBG_RESTRICT b,
     ubg_f32x16 b0 = ubg_v_ld(b + k * NR), b1 = ubg_v_ld(b + k * NR + 16);
     for (r = 0; r < MR; r++) {
       ubg_f32x16 av = (ubg_f32x16){0} + a[k * MR + r];
-      c0[r] = gemm_fma(av, b0, c0[r]);
-      c1[r] = gemm_fma(av, b1, c1[r]);
+      c0[r] = ubg_v_fma(av, b0, c0[r]);
+      c1[r] = ubg_v_fma(av, b1, c1[r]);
     }
   }
   for (r = 0; r < MR; r++) {

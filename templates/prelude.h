@@ -164,6 +164,19 @@ UBG_INLINE ubg_f32x16 ubg_v_ld(const float *p) {
   return v;
 }
 UBG_INLINE void ubg_v_st(float *p, ubg_f32x16 v) { __builtin_memcpy(p, &v, 64); }
+/* fma(a, b, c) on each lane, rounded once: the bits of fmaf, which is what
+ * tcc's kernels call */
+UBG_INLINE ubg_f32x16 ubg_v_fma(ubg_f32x16 a, ubg_f32x16 b, ubg_f32x16 c) {
+#if defined(__AVX512F__)
+  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)0xffff, 4);
+#else
+  int l;
+  for (l = 0; l < 16; l++) c[l] = __builtin_fmaf(a[l], b[l], c[l]);
+  return c;
+#endif
+}
+/* s in every lane (one broadcast; a loop of lane stores is not merged) */
+UBG_INLINE ubg_f32x16 ubg_v_splat(float s) { return (ubg_f32x16){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s}; }
 #pragma GCC diagnostic pop
 #endif
 #if defined(__GNUC__) && !defined(__TINYC__) && defined(__AVX512F__) && defined(__AVX512BF16__) && \
@@ -376,10 +389,11 @@ void ubg_vop_adds(float *dst, const float *a, float s, ubg_i64 n);              
 void ubg_vop_add(float *dst, const float *a, const float *b, ubg_i64 n);            /* a + b */
 void ubg_vop_axpby(float *dst, float alpha, const float *x, float beta, const float *y, ubg_i64 n);
 void ubg_vop_mac(float *acc, const float *a, const float *b, ubg_i64 n);            /* acc += a * b */
-void ubg_vop_macs(float *acc, const float *a, float s, ubg_i64 n);                  /* acc += a * s */
+void ubg_vop_fmas(float *dst, const float *x, float s, const float *y, ubg_i64 n);  /* fmaf(s, x, y) */
 void ubg_vop_fill(float *dst, float v, ubg_i64 n);
 void ubg_vop_copy(float *dst, const float *src, ubg_i64 n);
 void ubg_vop_lanes_dot(float *acc, const float *a, const float *b, ubg_i64 n);      /* ubg_lanes_dot */
+void ubg_vop_lanes_fma(float *acc, const float *a, const float *b, ubg_i64 n);      /* ubg_lanes_fma */
 enum { UBG_VCHUNK = 256 }; /* elements per chunk where a tcc path stages data */
 
 /* Asks for bytes [0, n) of p to be brought into cache, to read (or, _w, to
@@ -424,6 +438,18 @@ UBG_INLINE void ubg_lanes_dot(float *UBG_RESTRICT acc, const float *UBG_RESTRICT
   for (; j + UBG_LANES <= n; j += UBG_LANES)
     for (l = 0; l < UBG_LANES; l++) acc[l] += a[j + l] * b[j + l];
   for (l = 0; j + l < n; l++) acc[l] += a[j + l] * b[j + l];
+}
+
+/* ubg_lanes_dot with each step fused, acc[l] = fmaf(a, b, acc[l]) (one
+ * operation per element instead of two, for kernels whose lane chains
+ * leave the FMA units time) */
+UBG_INLINE void ubg_lanes_fma(float *UBG_RESTRICT acc, const float *UBG_RESTRICT a, const float *UBG_RESTRICT b,
+                              ubg_i64 n) {
+  ubg_i64 j = 0;
+  int l;
+  for (; j + UBG_LANES <= n; j += UBG_LANES)
+    for (l = 0; l < UBG_LANES; l++) acc[l] = fmaf(a[j + l], b[j + l], acc[l]);
+  for (l = 0; j + l < n; l++) acc[l] = fmaf(a[j + l], b[j + l], acc[l]);
 }
 
 UBG_INLINE float ubg_lanes_fold(const float *acc) {

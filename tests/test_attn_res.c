@@ -14,6 +14,9 @@
  * dw_norm, which Liger does not check) f32 1e-3/1e-4, f16 5e-2/5e-3, bf16
  * 2e-1/2e-2. */
 #include <criterion/criterion.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 #include <stdio.h>
 
 #include "test_util.h"
@@ -287,6 +290,64 @@ Test(attn_res_edge, subnormal_products_are_rounded_not_flushed, .timeout = 120 *
       free_inputs(&in);
     }
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+/* The same inputs with MXCSR as it comes and with FTZ and DAZ set, as a
+ * framework may set them: DAZ changes the results (it reads the tiny
+ * products as zero), but in either mode every forward variant on AOT, the
+ * gcc JIT and tcc gives the same bits. The paired bf16 score finds the
+ * products its conversion flushes with vfpclassps, which DAZ blinds; that
+ * is safe only because the FMA after it is blinded alike, which this
+ * checks, as it checks the gcc JIT's fallback without DAZ. One thread: the
+ * kernels then run on this thread, whose MXCSR is set. */
+Test(attn_res_edge, mxcsr_modes_give_the_same_bits_everywhere, .timeout = 120 * TC_TIME_SCALE) {
+  const ar_shape s = {3, 5, 4096};
+  const int64_t nt = s.nb * s.tokens, no = s.tokens * s.dim;
+  spiky_dim = s.dim;
+  for (int mode = 0; mode < 2; mode++)
+  for (int dt = UBG_F32; dt <= UBG_BF16; dt++) {
+    const unsigned modes[2] = {0, 0x8040u}; /* FTZ (bit 15) and DAZ (bit 6) */
+    const size_t es = ref_dtype_bytes(dt), ob = (size_t)no * es;
+    void *v = bits_tensor(dt, nt * s.dim, spiky_v, 7), *wq = bits_tensor(dt, s.dim, spiky_wq, 8),
+         *wn = bits_tensor(dt, s.dim, one_bits, 9);
+    void *out = malloc(ob), *out1 = malloc(ob);
+    float *alpha = malloc((size_t)nt * 4), *alpha1 = malloc((size_t)nt * 4);
+    float *rstd = malloc((size_t)nt * 4), *rstd1 = malloc((size_t)nt * 4);
+    const ubg_backend backends[3] = {UBG_BACKEND_AOT, UBG_BACKEND_GCC, UBG_BACKEND_TCC};
+    tc_variants vs = tc_kernel_variants("attn_res", "fwd", dt);
+    char first[160] = "", differs[400] = "";
+    int ran = 0;
+    for (int b = 0; b < 3 && !differs[0]; b++) {
+      ubg_ctx *one = tc_ctx(backends[b], 1);
+      /* gcc compiles each variant apart: the automatic choice only there */
+      const int gcc = backends[b] == UBG_BACKEND_GCC;
+      for (int i = 0; i < (gcc ? 1 : vs.n) && !differs[0]; i++) {
+        if (!gcc && !applies(&vs.v[i], &s)) continue;
+        cr_assert_eq(ubg_set_variant(one, "attn_res", "fwd", gcc ? NULL : vs.v[i].name), UBG_OK, "%s",
+                     ubg_ctx_error(one));
+        const unsigned saved = _mm_getcsr();
+        _mm_setcsr(saved | modes[mode]);
+        const ubg_status st = ubg_attn_res_fwd(one, dt, s.nb, s.tokens, s.dim, v, wq, wn, 1e-6f, out, alpha, rstd);
+        _mm_setcsr(saved);
+        cr_assert_eq(st, UBG_OK, "%s: %s", ubg_ctx_last_variant(one), ubg_ctx_error(one));
+        ran++;
+        if (!first[0]) {
+          snprintf(first, sizeof first, "%s", ubg_ctx_last_variant(one));
+          memcpy(out1, out, ob), memcpy(alpha1, alpha, (size_t)nt * 4), memcpy(rstd1, rstd, (size_t)nt * 4);
+        } else if (memcmp(out, out1, ob) || memcmp(alpha, alpha1, (size_t)nt * 4) ||
+                   memcmp(rstd, rstd1, (size_t)nt * 4)) {
+          snprintf(differs, sizeof differs, "%s gives other bits than %s (%s, MXCSR %s)", ubg_ctx_last_variant(one),
+                   first, ug_dtype_name(dt), mode ? "with FTZ and DAZ" : "as it comes");
+        }
+      }
+      ubg_ctx_destroy(one);
+    }
+    cr_assert(!differs[0], "%s", differs);
+    cr_assert_gt(ran, 2, "%s: only %d runs", ug_dtype_name(dt), ran); /* AOT's variants, gcc, tcc's */
+    free(v), free(wq), free(wn), free(out), free(out1), free(alpha), free(alpha1), free(rstd), free(rstd1);
+  }
+}
+#endif
 
 /* ---- refusals: the message names the argument and values; outputs untouched */
 
