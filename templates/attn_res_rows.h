@@ -8,7 +8,7 @@
     operations as vector calls over staged chunks. Every multiply-add here
     is one fused operation (fmaf; gcc's vector FMA gives its bits): the
     kernels were bound by the vector units' operation count, not by the
-    latency of the chains (A/B: forward and backward 1.03-1.09x). }}
+    latency of the chains (A/B: forward 1.05-1.08x alone). }}
 enum { ROWS = 4 }; /* rows at a time in load_dot_rows and score_rows */
 
 #ifndef __TINYC__
@@ -53,7 +53,7 @@ UBG_INLINE ubg_f32x16 pair_hi(ubg_pair_i32x16 w) { return (ubg_f32x16)(w & (int)
 /* rnd(lo * r) and rnd(hi * r) (bf16 products, as rnd16_scaled gives them)
  * by one conversion of both and a re-pairing: a third of the vector
  * operations of rnd16_scaled's integer rounding, which was most of the
- * score's work (A/B: forward 1.04x). vcvtne2ps2bf16 flushes an f32
+ * score's work (A/B: forward 1.03x on top of the FMAs). vcvtne2ps2bf16 flushes an f32
  * subnormal to zero, so the lanes holding one are ORed into *sub, and the
  * caller then takes rnd16_scaled for the chunk. Under MXCSR.DAZ
  * vfpclassps calls such a product zero and lets the flushed value through;
