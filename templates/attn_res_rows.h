@@ -56,9 +56,9 @@ UBG_INLINE ubg_f32x16 pair_hi(ubg_pair_i32x16 w) { return (ubg_f32x16)(w & (int)
  * score's work (A/B: forward 1.03x on top of the FMAs). vcvtne2ps2bf16 flushes an f32
  * subnormal to zero, so the lanes holding one are ORed into *sub, and the
  * caller then takes rnd16_scaled for the chunk. Under MXCSR.DAZ
- * vfpclassps calls such a product zero and lets the flushed value through;
- * the bits stay the same, as the FMA that takes the rounded product reads a
- * subnormal as zero then too. */
+ * vfpclassps calls a subnormal zero, and a product just below 2^-126,
+ * which rounds up to 2^-126 (a normal number, which DAZ leaves alone),
+ * would come out zero: then the caller always takes rnd16_scaled. */
 UBG_INLINE void rnd_pair_scaled(ubg_f32x16 lo, ubg_f32x16 hi, float r, ubg_f32x16 *rlo, ubg_f32x16 *rhi, unsigned *sub) {
   const ubg_f32x16 pl = lo * r, ph = hi * r;
   const ubg_pair_i32x16 w = pair_words((ubg_pair_i16x32)__builtin_ia32_cvtne2ps2bf16_v32hi(ph, pl));
@@ -169,6 +169,10 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
   ubg_f32x16 acc[ROWS];
   ubg_i64 j = 0;
   int l;
+#ifdef UBG_V16
+  /* MXCSR.DAZ (bit 6) blinds rnd_pair_scaled's test: the exact path then */
+  const unsigned daz = PAIRED && (__builtin_ia32_stmxcsr() & 0x40) != 0;
+#endif
   for (i = 0; i < nrows; i++) acc[i] = ubg_v_ld(lanes + i * UBG_LANES);
   if (PAIRED)
     for (; j + 32 <= n; j += 32) { /* 64 bytes: one line of each next row */
@@ -179,7 +183,7 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
         const ubg_pair_i32x16 w = ld_pair(rows, i * stride + j);
         ubg_f32x16 y0, y1;
 #ifdef UBG_V16
-        unsigned sub = 0;
+        unsigned sub = daz;
         rnd_pair_scaled(pair_lo(w), pair_hi(w), r[i], &y0, &y1, &sub);
         if (__builtin_expect(sub != 0, 0))
 #endif

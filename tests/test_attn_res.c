@@ -257,10 +257,16 @@ static void *bits_tensor(int dt, int64_t n, uint16_t (*bits)(int64_t, uint64_t *
 }
 static uint64_t next_rand(uint64_t *x) { return *x = *x * 6364136223846793005ull + 1442695040888963407ull, *x >> 33; }
 static int64_t spiky_dim;
-/* v: 4096 (+-) at column 0, else a random sign, exponent field 0..3, mantissa */
+/* v: 4096 (+-) at column 0; at column 5 +-1.9921875 * 2^-121, whose
+ * product with rstd = 2^-6 is the f32 subnormal 0x007f8000, which rounds
+ * (a tie, to even) up to 2^-126, a normal number (one column only: the
+ * reference's rstd in double is a hair below 2^-6 and rounds it down, an
+ * error of 2^-13 in the score); else a random sign, exponent field 0..3,
+ * mantissa */
 static uint16_t spiky_v(int64_t i, uint64_t *x) {
   const uint64_t r = next_rand(x);
   if (i % spiky_dim == 0) return (uint16_t)(((r & 1) << 15) | 0x4580); /* +-4096 */
+  if (i % spiky_dim == 5) return (uint16_t)(((r & 1) << 15) | 0x037f);
   const uint16_t e = (uint16_t)((r >> 1) % 4), m = (uint16_t)((r >> 3) % 127 + 1);
   return (uint16_t)(((r & 1) << 15) | (e << 7) | m);
 }
@@ -292,21 +298,22 @@ Test(attn_res_edge, subnormal_products_are_rounded_not_flushed, .timeout = 120 *
 }
 
 #if defined(__x86_64__) || defined(__i386__)
-/* The same inputs with MXCSR as it comes and with FTZ and DAZ set, as a
- * framework may set them: DAZ changes the results (it reads the tiny
- * products as zero), but in either mode every forward variant on AOT, the
- * gcc JIT and tcc gives the same bits. The paired bf16 score finds the
- * products its conversion flushes with vfpclassps, which DAZ blinds; that
- * is safe only because the FMA after it is blinded alike, which this
- * checks, as it checks the gcc JIT's fallback without DAZ. One thread: the
+/* The same inputs with MXCSR as it comes, with DAZ and with FTZ and DAZ,
+ * as a framework may set them: the results change (FTZ flushes the tiny
+ * products, DAZ reads subnormals as zero), but in each mode every forward
+ * variant on AOT, the gcc JIT and tcc gives the same bits. The paired bf16
+ * score finds the products its conversion flushes with vfpclassps, which
+ * DAZ blinds: under DAZ it must take its exact path, or v's 0x037f
+ * elements (spiky_v) come out 0 instead of 2^-126. One thread: the
  * kernels then run on this thread, whose MXCSR is set. */
 Test(attn_res_edge, mxcsr_modes_give_the_same_bits_everywhere, .timeout = 120 * TC_TIME_SCALE) {
   const ar_shape s = {3, 5, 4096};
   const int64_t nt = s.nb * s.tokens, no = s.tokens * s.dim;
   spiky_dim = s.dim;
-  for (int mode = 0; mode < 2; mode++)
+  for (int mode = 0; mode < 3; mode++)
   for (int dt = UBG_F32; dt <= UBG_BF16; dt++) {
-    const unsigned modes[2] = {0, 0x8040u}; /* FTZ (bit 15) and DAZ (bit 6) */
+    const unsigned modes[3] = {0, 0x0040u, 0x8040u}; /* DAZ is bit 6, FTZ bit 15 */
+    const char *mode_names[3] = {"as it comes", "with DAZ", "with FTZ and DAZ"};
     const size_t es = ref_dtype_bytes(dt), ob = (size_t)no * es;
     void *v = bits_tensor(dt, nt * s.dim, spiky_v, 7), *wq = bits_tensor(dt, s.dim, spiky_wq, 8),
          *wn = bits_tensor(dt, s.dim, one_bits, 9);
@@ -337,7 +344,7 @@ Test(attn_res_edge, mxcsr_modes_give_the_same_bits_everywhere, .timeout = 120 * 
         } else if (memcmp(out, out1, ob) || memcmp(alpha, alpha1, (size_t)nt * 4) ||
                    memcmp(rstd, rstd1, (size_t)nt * 4)) {
           snprintf(differs, sizeof differs, "%s gives other bits than %s (%s, MXCSR %s)", ubg_ctx_last_variant(one),
-                   first, ug_dtype_name(dt), mode ? "with FTZ and DAZ" : "as it comes");
+                   first, ug_dtype_name(dt), mode_names[mode]);
         }
       }
       ubg_ctx_destroy(one);
