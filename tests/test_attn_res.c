@@ -351,6 +351,7 @@ Test(attn_res_edge, mxcsr_modes_give_the_same_bits_everywhere, .timeout = 120 * 
     }
     cr_assert(!differs[0], "%s", differs);
     cr_assert_gt(ran, 2, "%s: only %d runs", ug_dtype_name(dt), ran); /* AOT's variants, gcc, tcc's */
+    tc_free_variants(&vs);
     free(v), free(wq), free(wn), free(out), free(out1), free(alpha), free(alpha1), free(rstd), free(rstd1);
   }
 }
