@@ -114,7 +114,13 @@ void ubg_vop_fill(float *dst, float v, ubg_i64 n) {
 }
 
 void ubg_vop_lanes_dot(float *acc, const float *a, const float *b, ubg_i64 n) { ubg_lanes_dot(acc, a, b, n); }
-void ubg_vop_lanes_fma(float *acc, const float *a, const float *b, ubg_i64 n) { ubg_lanes_fma(acc, a, b, n); }
+/* ubg_lanes_dot with each step fused: the lanes of the AttnRes sums */
+void ubg_vop_lanes_fma(float *acc, const float *a, const float *b, ubg_i64 n) {
+  ubg_i64 j = 0;
+  for (; j + UBG_LANES <= n; j += UBG_LANES)
+    for (int l = 0; l < UBG_LANES; l++) acc[l] = fmaf(a[j + l], b[j + l], acc[l]);
+  for (int l = 0; j + l < n; l++) acc[l] = fmaf(a[j + l], b[j + l], acc[l]);
+}
 
 /* ubg_copy and ubg_zero of the prelude, for tcc (the prelude declares these
  * only when __TINYC__ is defined) */

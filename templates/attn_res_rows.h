@@ -10,6 +10,11 @@
     kernels were bound by the vector units' operation count, not by the
     latency of the chains (A/B: forward 1.05-1.08x alone). }}
 enum { ROWS = 4 }; /* rows at a time in load_dot_rows and score_rows */
+/* a non-tiled variant's rows of v in UB lie a line further apart than
+ * BLOCK_D: at 8 KiB apart (4096 bf16) every row's chunk d, and the line of
+ * out or dv written from them, fall in one L1 set, more lines than its 8
+ * ways (A/B, time padded / not: forward 0.88-0.93, backward 0.69-0.82) */
+enum { ROW_STRIDE = BLOCK_D + 64 / ESIZE };
 
 #ifndef __TINYC__
 /* Paired rows (bf16 under UBG_V16, in the non-tiled variants, whose rows
@@ -291,12 +296,19 @@ UBG_INLINE void axpy_row(float *UBG_RESTRICT h, float a, const void *row, ubg_i6
 }
 #endif
 
+#ifndef __TINYC__
+/* fma(nc, x, fma(a, dh, rds * wqn)) on 16 lanes: dv before its rounding */
+UBG_INLINE ubg_f32x16 dv_step(float a, float rds, float nc, ubg_f32x16 dh, ubg_f32x16 wqn, ubg_f32x16 x) {
+  return ubg_v_fma(ubg_v_splat(nc), x, ubg_v_fma(ubg_v_splat(a), dh, rds * wqn));
+}
+#endif
+
 /* The backward's elementwise step for one block over n columns of a row x
- * (storage dtype), f32 inside:
- *   dv  = rnd(fma(-c, x, fma(a, dh, rds * wqn)))   at dv[at, + n)
+ * (storage dtype), f32 inside (nc = -c, negated once per block):
+ *   dv  = rnd(fma(nc, x, fma(a, dh, rds * wqn)))   at dv[at, + n)
  *   S   = fma(x, rds, S)                           (dw's sum, weights left out) */
 UBG_INLINE void dv_row(void *dv, ubg_i64 at, const void *x, const float *UBG_RESTRICT dh, const float *UBG_RESTRICT wqn,
-                       float a, float rds, float c, float *UBG_RESTRICT S, ubg_i64 n, int stream) {
+                       float a, float rds, float nc, float *UBG_RESTRICT S, ubg_i64 n, int stream) {
 #ifdef __TINYC__
   float xs[UBG_VCHUNK], t1[UBG_VCHUNK];
   ubg_i64 o;
@@ -305,7 +317,7 @@ UBG_INLINE void dv_row(void *dv, ubg_i64 at, const void *x, const float *UBG_RES
     ubg_vop_load(xs, x, o, k, DT);
     ubg_vop_muls(t1, wqn + o, rds, k);    /* rds * wqn */
     ubg_vop_fmas(t1, dh + o, a, t1, k);   /* fma(a, dh, ...) */
-    ubg_vop_fmas(t1, xs, -c, t1, k);      /* fma(-c, x, ...) */
+    ubg_vop_fmas(t1, xs, nc, t1, k);      /* fma(nc, x, ...) */
     ubg_vop_store(dv, at + o, t1, k, DT, stream);
     ubg_vop_fmas(S + o, xs, rds, S + o, k); /* S = fma(x, rds, S) */
   }
@@ -313,13 +325,12 @@ UBG_INLINE void dv_row(void *dv, ubg_i64 at, const void *x, const float *UBG_RES
   ubg_i64 d = 0;
   for (; d + 16 <= n; d += 16) {
     const ubg_f32x16 xv = ld16(x, d);
-    store16(dv, at + d,
-            ubg_v_fma(ubg_v_splat(-c), xv, ubg_v_fma(ubg_v_splat(a), ubg_v_ld(dh + d), rds * ubg_v_ld(wqn + d))), stream);
+    store16(dv, at + d, dv_step(a, rds, nc, ubg_v_ld(dh + d), ubg_v_ld(wqn + d), xv), stream);
     ubg_v_st(S + d, ubg_v_fma(xv, ubg_v_splat(rds), ubg_v_ld(S + d)));
   }
   for (; d < n; d++) {
     const float xv = LD(x, d);
-    ST(dv, at + d, fmaf(-c, xv, fmaf(a, dh[d], rds * wqn[d])));
+    ST(dv, at + d, fmaf(nc, xv, fmaf(a, dh[d], rds * wqn[d])));
     S[d] = fmaf(xv, rds, S[d]);
   }
 #endif
@@ -331,7 +342,7 @@ UBG_INLINE void dv_row(void *dv, ubg_i64 at, const void *x, const float *UBG_RES
  * while the rows of v stream in), 32 or 16 columns at a time with S in
  * registers across the blocks (the same operations, block order) */
 static void dv_rows(void *dv, ubg_i64 at, ubg_i64 plane, const void *rows, ubg_i64 stride, const float *UBG_RESTRICT dh,
-                    const float *UBG_RESTRICT wqn, const float *a, const float *rds, const float *c, ubg_i64 nb,
+                    const float *UBG_RESTRICT wqn, const float *a, const float *rds, const float *nc, ubg_i64 nb,
                     float *UBG_RESTRICT S, ubg_i64 n) {
   ubg_i64 d = 0, i;
   int u;
@@ -347,7 +358,7 @@ static void dv_rows(void *dv, ubg_i64 at, ubg_i64 plane, const void *rows, ubg_i
 #pragma GCC unroll 2
         for (u = 0; u < 2; u++) { /* unrolled, or h, qw, ... live in memory */
           const ubg_f32x16 xv = u ? pair_hi(p) : pair_lo(p);
-          y[u] = ubg_v_fma(ubg_v_splat(-c[i]), xv, ubg_v_fma(ubg_v_splat(a[i]), h[u], rds[i] * qw[u]));
+          y[u] = dv_step(a[i], rds[i], nc[i], h[u], qw[u], xv);
           sum[u] = ubg_v_fma(xv, ubg_v_splat(rds[i]), sum[u]);
         }
         store32(dv, at + i * plane + d, y[0], y[1], 0);
@@ -359,15 +370,14 @@ static void dv_rows(void *dv, ubg_i64 at, ubg_i64 plane, const void *rows, ubg_i
     ubg_f32x16 sum = ubg_v_ld(S + d);
     for (i = 0; i < nb; i++) {
       const ubg_f32x16 xv = ld16(rows, i * stride + d);
-      store16(dv, at + i * plane + d,
-              ubg_v_fma(ubg_v_splat(-c[i]), xv, ubg_v_fma(ubg_v_splat(a[i]), h, rds[i] * qw)), 0);
+      store16(dv, at + i * plane + d, dv_step(a[i], rds[i], nc[i], h, qw, xv), 0);
       sum = ubg_v_fma(xv, ubg_v_splat(rds[i]), sum);
     }
     ubg_v_st(S + d, sum);
   }
   if (d < n)
     for (i = 0; i < nb; i++)
-      dv_row(dv, at + i * plane + d, (const ubg_u8 *)rows + (i * stride + d) * ESIZE, dh + d, wqn + d, a[i], rds[i], c[i],
+      dv_row(dv, at + i * plane + d, (const ubg_u8 *)rows + (i * stride + d) * ESIZE, dh + d, wqn + d, a[i], rds[i], nc[i],
              S + d, n - d, 0);
 }
 #endif

@@ -393,7 +393,7 @@ void ubg_vop_fmas(float *dst, const float *x, float s, const float *y, ubg_i64 n
 void ubg_vop_fill(float *dst, float v, ubg_i64 n);
 void ubg_vop_copy(float *dst, const float *src, ubg_i64 n);
 void ubg_vop_lanes_dot(float *acc, const float *a, const float *b, ubg_i64 n);      /* ubg_lanes_dot */
-void ubg_vop_lanes_fma(float *acc, const float *a, const float *b, ubg_i64 n);      /* ubg_lanes_fma */
+void ubg_vop_lanes_fma(float *acc, const float *a, const float *b, ubg_i64 n);      /* acc[l] = fmaf(a, b, acc[l]) */
 enum { UBG_VCHUNK = 256 }; /* elements per chunk where a tcc path stages data */
 
 /* Asks for bytes [0, n) of p to be brought into cache, to read (or, _w, to
@@ -438,18 +438,6 @@ UBG_INLINE void ubg_lanes_dot(float *UBG_RESTRICT acc, const float *UBG_RESTRICT
   for (; j + UBG_LANES <= n; j += UBG_LANES)
     for (l = 0; l < UBG_LANES; l++) acc[l] += a[j + l] * b[j + l];
   for (l = 0; j + l < n; l++) acc[l] += a[j + l] * b[j + l];
-}
-
-/* ubg_lanes_dot with each step fused, acc[l] = fmaf(a, b, acc[l]) (one
- * operation per element instead of two, for kernels whose lane chains
- * leave the FMA units time) */
-UBG_INLINE void ubg_lanes_fma(float *UBG_RESTRICT acc, const float *UBG_RESTRICT a, const float *UBG_RESTRICT b,
-                              ubg_i64 n) {
-  ubg_i64 j = 0;
-  int l;
-  for (; j + UBG_LANES <= n; j += UBG_LANES)
-    for (l = 0; l < UBG_LANES; l++) acc[l] = fmaf(a[j + l], b[j + l], acc[l]);
-  for (l = 0; j + l < n; l++) acc[l] = fmaf(a[j + l], b[j + l], acc[l]);
 }
 
 UBG_INLINE float ubg_lanes_fold(const float *acc) {
