@@ -33,6 +33,7 @@ enum { PAIRED = 0 };
 #endif
 typedef int ubg_pair_i32x16 __attribute__((vector_size(64)));
 typedef short ubg_pair_i16x32 __attribute__((vector_size(64)));
+typedef unsigned short ubg_pair_u16x32 __attribute__((vector_size(64)));
 /* 32 16-bit columns in order, paired */
 UBG_INLINE ubg_pair_i32x16 pair_words(ubg_pair_i16x32 h) {
   const ubg_pair_i16x32 order = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
@@ -58,21 +59,33 @@ UBG_INLINE ubg_f32x16 pair_hi(ubg_pair_i32x16 w) { return (ubg_f32x16)(w & (int)
 /* rnd(lo * r) and rnd(hi * r) (bf16 products, as rnd16_scaled gives them)
  * by one conversion of both and a re-pairing: a third of the vector
  * operations of rnd16_scaled's integer rounding, which was most of the
- * score's work (A/B: forward 1.03x on top of the FMAs). vcvtne2ps2bf16 flushes an f32
- * subnormal to zero, so the lanes holding one are ORed into *sub, and the
- * caller then takes rnd16_scaled for the chunk. Under MXCSR.DAZ
- * vfpclassps calls a subnormal zero, and a product just below 2^-126,
- * which rounds up to 2^-126 (a normal number, which DAZ leaves alone),
- * would come out zero: then the caller always takes rnd16_scaled. */
-UBG_INLINE void rnd_pair_scaled(ubg_f32x16 lo, ubg_f32x16 hi, float r, ubg_f32x16 *rlo, ubg_f32x16 *rhi, unsigned *sub) {
-  const ubg_f32x16 pl = lo * r, ph = hi * r;
-  const ubg_pair_i32x16 w = pair_words((ubg_pair_i16x32)__builtin_ia32_cvtne2ps2bf16_v32hi(ph, pl));
-  *sub |= (unsigned)__builtin_ia32_fpclassps512_mask(pl, 0x20 /* subnormal */, (unsigned short)0xffff) |
-          (unsigned)__builtin_ia32_fpclassps512_mask(ph, 0x20, (unsigned short)0xffff);
+ * score's work (A/B: forward 1.03x on top of the FMAs). vcvtne2ps2bf16
+ * flushes an f32 subnormal to zero, so the caller takes this only for a
+ * row whose products are all normal or zero (products_normal). */
+UBG_INLINE void rnd_pair_scaled(ubg_f32x16 lo, ubg_f32x16 hi, float r, ubg_f32x16 *rlo, ubg_f32x16 *rhi) {
+  const ubg_pair_i32x16 w = pair_words((ubg_pair_i16x32)__builtin_ia32_cvtne2ps2bf16_v32hi(hi * r, lo * r));
   *rlo = pair_lo(w);
   *rhi = pair_hi(w);
 }
+/* least = min(least, |x| - 1) on each 16-bit lane of a paired chunk's
+ * bf16 bits: a zero wraps to 0xffff, so the minimum, plus one, is the
+ * least nonzero magnitude (0x10000: none) */
+UBG_INLINE ubg_pair_u16x32 least_nonzero(ubg_pair_u16x32 least, ubg_pair_i32x16 w) {
+  const ubg_pair_u16x32 m1 = (ubg_pair_u16x32)(w & 0x7fff7fff) - 1;
+  return (ubg_pair_u16x32)__builtin_ia32_pminuw512_mask((ubg_pair_i16x32)least, (ubg_pair_i16x32)m1,
+                                                        (ubg_pair_i16x32)least, 0xffffffffu);
+}
 #endif
+/* Whether every product of r and a nonzero element of a row is normal,
+ * least1 being the row's least nonzero |x| (bf16 bits) less one: rounding
+ * is monotonic, so |fl(x r)| >= fl(least r) >= 2^-126. Then the
+ * conversion's flush never applies, under any MXCSR mode (the elements
+ * and products are normal; a subnormal least under DAZ reads as zero here
+ * and fails the test). The per-row proof replaced a vfpclassps test of
+ * every product (A/B in cache: forward 0.91x). */
+UBG_INLINE int products_normal(unsigned least1, float r) {
+  return least1 == 0xffff || ubg_bf16_to_f32((ubg_u16)(least1 + 1)) * r >= 0x1p-126f;
+}
 #endif
 
 /* rows + i * stride = the row src[base + i * plane, + n) (paired if
@@ -80,17 +93,18 @@ UBG_INLINE void rnd_pair_scaled(ubg_f32x16 lo, ubg_f32x16 hi, float r, ubg_f32x1
  * registers), and over the lanes la[i] = fma(pa, x, la[i]) (pa NULL:
  * x * x, the sum of squares) and, with pb, lb[i] = fma(pb, x, lb[i]). The rows at next + i * plane
  * (next >= 0: the program's next token) are requested from memory
- * meanwhile. */
+ * meanwhile. With least (PAIRED), least[i] = the least nonzero |x| of the
+ * paired columns of row i less one, as products_normal takes it. */
 UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i64 base, ubg_i64 plane, int nrows,
                               ubg_i64 n, const float *UBG_RESTRICT pa, float *UBG_RESTRICT la,
-                              const float *UBG_RESTRICT pb, float *UBG_RESTRICT lb, ubg_i64 next) {
+                              const float *UBG_RESTRICT pb, float *UBG_RESTRICT lb, ubg_i64 next, unsigned *least) {
   ubg_u8 *dst = (ubg_u8 *)rows;
   const ubg_u8 *s8 = (const ubg_u8 *)src;
   int i;
 #ifdef __TINYC__
   float buf[UBG_VCHUNK];
   ubg_i64 c;
-  (void)next;
+  (void)next, (void)least;
   for (i = 0; i < nrows; i++) {
     ubg_copy(dst + i * stride * ESIZE, s8 + (base + i * plane) * ESIZE, n * ESIZE, 0);
     for (c = 0; c < n; c += UBG_VCHUNK) { /* c is a multiple of the lanes */
@@ -102,11 +116,17 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
   }
 #else
   ubg_f32x16 a[ROWS], b[ROWS];
+#ifdef UBG_V16
+  ubg_pair_u16x32 lnz[ROWS];
+#endif
   ubg_i64 c, j = 0;
   int l;
   for (i = 0; i < nrows; i++) {
     a[i] = ubg_v_ld(la + i * UBG_LANES);
     if (pb) b[i] = ubg_v_ld(lb + i * UBG_LANES);
+#ifdef UBG_V16
+    lnz[i] = (ubg_pair_u16x32){0} - 1;
+#endif
   }
   for (c = 0; c < n; c += UBG_PF_CHUNK) {
     const ubg_i64 end = ubg_min(n, c + UBG_PF_CHUNK);
@@ -119,6 +139,9 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
           const ubg_pair_i32x16 w = pair32(s8 + (base + i * plane + j) * ESIZE);
           const ubg_f32x16 x0 = pair_lo(w), x1 = pair_hi(w);
           __builtin_memcpy(dst + (i * stride + j) * ESIZE, &w, 64);
+#ifdef UBG_V16
+          if (least) lnz[i] = least_nonzero(lnz[i], w);
+#endif
           a[i] = ubg_v_fma(pa ? ubg_v_ld(pa + j) : x0, x0, a[i]);
           a[i] = ubg_v_fma(pa ? ubg_v_ld(pa + j + 16) : x1, x1, a[i]);
           if (pb) {
@@ -138,6 +161,10 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
   for (i = 0; i < nrows; i++) {
     ubg_v_st(la + i * UBG_LANES, a[i]);
     if (pb) ubg_v_st(lb + i * UBG_LANES, b[i]);
+#ifdef UBG_V16
+    if (least)
+      for (least[i] = 0xffff, l = 0; l < 32; l++) least[i] = lnz[i][l] < least[i] ? lnz[i][l] : least[i];
+#endif
   }
   for (i = 0; i < nrows; i++)
     for (l = 0; j + l < n; l++) {
@@ -153,15 +180,16 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
 /* lanes[i] = fma(rnd(row_i * r[i]), wqn, lanes[i]) over the lanes, for i < nrows; the
  * rows at src[next + i * plane] (next >= 0: the same rows of the program's
  * next token) are requested from memory meanwhile, a line at a time: this
- * is the arithmetic-heavy phase, so the memory system works while it runs */
+ * is the arithmetic-heavy phase, so the memory system works while it runs.
+ * least: load_dot_rows's, for PAIRED rows. */
 UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 stride, int nrows,
                            const float *UBG_RESTRICT r, const float *UBG_RESTRICT wqn, ubg_i64 n, const void *src,
-                           ubg_i64 next, ubg_i64 plane) {
+                           ubg_i64 next, ubg_i64 plane, const unsigned *least) {
   int i;
 #ifdef __TINYC__
   float buf[UBG_VCHUNK];
   ubg_i64 c;
-  (void)src, (void)next, (void)plane;
+  (void)src, (void)next, (void)plane, (void)least;
   for (i = 0; i < nrows; i++)
     for (c = 0; c < n; c += UBG_VCHUNK) {
       const ubg_i64 m = ubg_min(UBG_VCHUNK, n - c);
@@ -175,8 +203,8 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
   ubg_i64 j = 0;
   int l;
 #ifdef UBG_V16
-  /* MXCSR.DAZ (bit 6) blinds rnd_pair_scaled's test: the exact path then */
-  const unsigned daz = PAIRED && (__builtin_ia32_stmxcsr() & 0x40) != 0;
+  int exact[ROWS]; /* the row has a subnormal product: rnd16_scaled */
+  for (i = 0; i < nrows; i++) exact[i] = PAIRED && !products_normal(least[i], r[i]);
 #endif
   for (i = 0; i < nrows; i++) acc[i] = ubg_v_ld(lanes + i * UBG_LANES);
   if (PAIRED)
@@ -188,9 +216,9 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
         const ubg_pair_i32x16 w = ld_pair(rows, i * stride + j);
         ubg_f32x16 y0, y1;
 #ifdef UBG_V16
-        unsigned sub = daz;
-        rnd_pair_scaled(pair_lo(w), pair_hi(w), r[i], &y0, &y1, &sub);
-        if (__builtin_expect(sub != 0, 0))
+        if (__builtin_expect(!exact[i], 1))
+          rnd_pair_scaled(pair_lo(w), pair_hi(w), r[i], &y0, &y1);
+        else
 #endif
         {
           y0 = rnd16_scaled(pair_lo(w), r[i]);

@@ -302,10 +302,11 @@ Test(attn_res_edge, subnormal_products_are_rounded_not_flushed, .timeout = 120 *
  * as a framework may set them: the results change (FTZ flushes the tiny
  * products, DAZ reads subnormals as zero), but in each mode every forward
  * variant on AOT, the gcc JIT and tcc gives the same bits. The paired bf16
- * score finds the products its conversion flushes with vfpclassps, which
- * DAZ blinds: under DAZ it must take its exact path, or v's 0x037f
- * elements (spiky_v) come out 0 instead of 2^-126. One thread: the
- * kernels then run on this thread, whose MXCSR is set. */
+ * score converts a row's products with a conversion that flushes
+ * subnormals only when it has proved none is subnormal; v's 0x037f
+ * elements (spiky_v) would otherwise come out 0 instead of 2^-126 (an
+ * earlier per-product vfpclassps test was blind to them under DAZ). One
+ * thread: the kernels then run on this thread, whose MXCSR is set. */
 Test(attn_res_edge, mxcsr_modes_give_the_same_bits_everywhere, .timeout = 120 * TC_TIME_SCALE) {
   const ar_shape s = {3, 5, 4096};
   const int64_t nt = s.nb * s.tokens, no = s.tokens * s.dim;
