@@ -108,7 +108,8 @@ static void nat_lanes_fma(float *lanes, const float *x, const float *wqs, ubg_i6
  * [c0, c0 + n) of it), for i < nrows, and la[i] += its squares over the
  * lanes; the rows at next + i * plane are requested meanwhile (next >= 0).
  * bf16 under UBG_V16: least[i] = min(least[i], the least nonzero |x| of
- * its whole chunks less one), for products_normal. */
+ * its whole chunks less one), for products_normal. gcc without UBG_V16
+ * (AVX2, or valgrind's build) runs the same chunks on gcc vectors. */
 UBG_INLINE void load_ss_rows(void *rows, ubg_i64 stride, const void *src, ubg_i64 base, ubg_i64 plane, int nrows,
                              ubg_i64 n, ubg_i64 c0, float *UBG_RESTRICT la, ubg_i64 next, unsigned *least) {
   ubg_u8 *dst = (ubg_u8 *)rows;
@@ -133,7 +134,6 @@ UBG_INLINE void load_ss_rows(void *rows, ubg_i64 stride, const void *src, ubg_i6
     }
   }
 #else
-#ifdef UBG_V16
   if ((c0 & 31) == 0) {
     const ubg_i64 whole = n & ~(ubg_i64)31;
     ubg_f32x16 a[ROWS];
@@ -151,7 +151,9 @@ UBG_INLINE void load_ss_rows(void *rows, ubg_i64 stride, const void *src, ubg_i6
           ubg_f32x16 even, odd;
           __builtin_memcpy(&w, s8 + (base + i * plane + j) * ESIZE, 64);
           __builtin_memcpy(dst + (i * stride + j) * ESIZE, &w, 64);
+#ifdef UBG_V16
           lnz[i] = least_nonzero(lnz[i], w);
+#endif
           even = pair_lo(w), odd = pair_hi(w);
           a[i] = ubg_v_fma(even, even, a[i]);
           a[i] = ubg_v_fma(odd, odd, a[i]);
@@ -163,8 +165,6 @@ UBG_INLINE void load_ss_rows(void *rows, ubg_i64 stride, const void *src, ubg_i6
     }
     j = whole;
   }
-#endif
-  (void)least;
   for (i = 0; i < nrows; i++) { /* the columns outside whole chunks, alone */
     ubg_i64 d;
     for (d = j; d < n; d++) {
@@ -178,12 +178,12 @@ UBG_INLINE void load_ss_rows(void *rows, ubg_i64 stride, const void *src, ubg_i6
 #endif
 }
 
-#if !defined(__TINYC__) && defined(UBG_V16)
-/* the even and odd columns of a chunk (ya, yb: score order) from the
- * exactly rounded products of its even and odd columns */
+#ifndef __TINYC__
+/* a chunk's products in score order (ya, yb: the columns 4m, 4m + 1 and
+ * 4m + 2, 4m + 3) from those of its even and odd columns */
 UBG_INLINE void score_order(ubg_f32x16 even, ubg_f32x16 odd, ubg_f32x16 *ya, ubg_f32x16 *yb) {
-  const ubg_i32x16 a = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
-  const ubg_i32x16 b = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
+  const ubg_pair_i32x16 a = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+  const ubg_pair_i32x16 b = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
   *ya = __builtin_shuffle(even, odd, a);
   *yb = __builtin_shuffle(even, odd, b);
 }
@@ -219,10 +219,13 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
   ubg_i64 j = 0;
   int l;
   for (i = 0; i < nrows; i++) acc[i] = ubg_v_ld(lanes + i * UBG_LANES);
-#ifdef UBG_V16
   if (NAT && (c0 & 31) == 0) {
     int exact[ROWS]; /* row i may have a subnormal product: the exact rounding */
+#ifdef UBG_V16
     for (i = 0; i < nrows; i++) exact[i] = !products_normal(least[i], r[i]);
+#else
+    for (i = 0; i < nrows; i++) exact[i] = 1; /* no conversion to take */
+#endif
     for (; j + 32 <= n; j += 32) { /* 64 bytes: one line of each next row */
       const ubg_f32x16 qa = ubg_v_ld(wqs + j), qb = ubg_v_ld(wqs + j + 16);
       if (next >= 0)
@@ -231,11 +234,14 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
         ubg_pair_i32x16 w;
         ubg_f32x16 ya, yb;
         __builtin_memcpy(&w, (const ubg_u16 *)rows + i * stride + j, 64);
+#ifdef UBG_V16
         if (__builtin_expect(!exact[i], 1)) {
           const ubg_f32x16 rv = ubg_v_splat(r[i]);
           const ubg_pair_i32x16 y = (ubg_pair_i32x16)__builtin_ia32_cvtne2ps2bf16_v32hi(pair_hi(w) * rv, pair_lo(w) * rv);
           ya = pair_lo(y), yb = pair_hi(y);
-        } else {
+        } else
+#endif
+        {
           score_order(rnd16_scaled(pair_lo(w), r[i]), rnd16_scaled(pair_hi(w), r[i]), &ya, &yb);
         }
         acc[i] = ubg_v_fma(ya, qa, acc[i]);
@@ -243,7 +249,6 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
       }
     }
   }
-#endif
   if (!NAT)
     for (; j + 16 <= n; j += 16) {
       const ubg_f32x16 q = ubg_v_ld(wqs + j);
@@ -289,14 +294,13 @@ static void axpy_row(float *h, float a, const void *row, ubg_i64 n) {
   }
 }
 #else
-#ifdef UBG_V16
 /* out[at, + 32 * nchunks) from the bf16 chunks at column d (nchunks 1 or
  * 2, a constant where inlined: h stays in registers); the sums run over
  * even and odd columns and are put back in column order to be stored */
 UBG_INLINE void out_chunks(void *out, ubg_i64 at, const void *rows, ubg_i64 stride, ubg_i64 d, const float *a, ubg_i64 nb,
                            int nchunks, int stream) {
-  const ubg_i32x16 lo = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23};
-  const ubg_i32x16 hi = {8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  const ubg_pair_i32x16 lo = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23};
+  const ubg_pair_i32x16 hi = {8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
   ubg_f32x16 h[4];
   ubg_i64 i;
   int u;
@@ -312,14 +316,12 @@ UBG_INLINE void out_chunks(void *out, ubg_i64 at, const void *rows, ubg_i64 stri
     store32(out, at + 32 * u, __builtin_shuffle(h[2 * u], h[2 * u + 1], lo), __builtin_shuffle(h[2 * u], h[2 * u + 1], hi),
             stream);
 }
-#endif
 static void out_rows(void *out, ubg_i64 base, const void *rows, ubg_i64 stride, const float *a, ubg_i64 nb, ubg_i64 n,
                      int stream) {
   ubg_i64 d = 0, i;
   int u;
   /* four 16-column sums at once: each output is a chain of dependent
    * FMAs over the blocks, four chains keep the unit busy */
-#ifdef UBG_V16
   if (NAT) {
     for (; d + 64 <= n; d += 64)
       out_chunks(out, base + d, rows, stride, d, a, nb, 2, stream);
@@ -328,7 +330,6 @@ static void out_rows(void *out, ubg_i64 base, const void *rows, ubg_i64 stride, 
       d += 32;
     }
   }
-#endif
   for (; d + 64 <= n; d += 64) {
     ubg_f32x16 h[4];
     for (u = 0; u < 4; u++) h[u] = (ubg_f32x16){0};
