@@ -137,19 +137,21 @@ UBG_INLINE void load_ss_rows(void *rows, ubg_i64 stride, const void *src, ubg_i6
   if ((c0 & 31) == 0) {
     const ubg_i64 whole = n & ~(ubg_i64)31;
     ubg_f32x16 a[ROWS];
-    ubg_u16x32 lnz[ROWS];
     ubg_i64 c;
+#ifdef UBG_V16
+    ubg_u16x32 lnz[ROWS];
     int l;
-    for (i = 0; i < nrows; i++) a[i] = ubg_v_ld(la + i * UBG_LANES), lnz[i] = (ubg_u16x32){0} - 1;
+    for (i = 0; i < nrows; i++) lnz[i] = (ubg_u16x32){0} - 1;
+#endif
+    for (i = 0; i < nrows; i++) a[i] = ubg_v_ld(la + i * UBG_LANES);
     for (c = 0; c < whole; c += UBG_PF_CHUNK) {
       const ubg_i64 end = ubg_min(whole, c + UBG_PF_CHUNK);
       if (next >= 0)
         for (i = 0; i < nrows; i++) ubg_prefetch_l2(s8 + (next + i * plane + c) * ESIZE, (end - c) * ESIZE);
       for (j = c; j < end; j += 32)
         for (i = 0; i < nrows; i++) {
-          ubg_pair_i32x16 w;
+          const ubg_pair_i32x16 w = ld_pair(src, base + i * plane + j);
           ubg_f32x16 even, odd;
-          __builtin_memcpy(&w, s8 + (base + i * plane + j) * ESIZE, 64);
           __builtin_memcpy(dst + (i * stride + j) * ESIZE, &w, 64);
 #ifdef UBG_V16
           lnz[i] = least_nonzero(lnz[i], w);
@@ -159,10 +161,11 @@ UBG_INLINE void load_ss_rows(void *rows, ubg_i64 stride, const void *src, ubg_i6
           a[i] = ubg_v_fma(odd, odd, a[i]);
         }
     }
-    for (i = 0; i < nrows; i++) {
-      ubg_v_st(la + i * UBG_LANES, a[i]);
+    for (i = 0; i < nrows; i++) ubg_v_st(la + i * UBG_LANES, a[i]);
+#ifdef UBG_V16
+    for (i = 0; i < nrows; i++)
       for (l = 0; l < 32; l++) least[i] = lnz[i][l] < least[i] ? lnz[i][l] : least[i];
-    }
+#endif
     j = whole;
   }
   for (i = 0; i < nrows; i++) { /* the columns outside whole chunks, alone */
@@ -220,20 +223,17 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
   int l;
   for (i = 0; i < nrows; i++) acc[i] = ubg_v_ld(lanes + i * UBG_LANES);
   if (NAT && (c0 & 31) == 0) {
-    int exact[ROWS]; /* row i may have a subnormal product: the exact rounding */
 #ifdef UBG_V16
+    int exact[ROWS]; /* row i may have a subnormal product: the exact rounding */
     for (i = 0; i < nrows; i++) exact[i] = !products_normal(least[i], r[i]);
-#else
-    for (i = 0; i < nrows; i++) exact[i] = 1; /* no conversion to take */
 #endif
     for (; j + 32 <= n; j += 32) { /* 64 bytes: one line of each next row */
       const ubg_f32x16 qa = ubg_v_ld(wqs + j), qb = ubg_v_ld(wqs + j + 16);
       if (next >= 0)
         for (i = 0; i < nrows; i++) UBG_PREFETCH_L2((const ubg_u8 *)src + (next + i * plane + j) * ESIZE);
       for (i = 0; i < nrows; i++) {
-        ubg_pair_i32x16 w;
+        const ubg_pair_i32x16 w = ld_pair(rows, i * stride + j);
         ubg_f32x16 ya, yb;
-        __builtin_memcpy(&w, (const ubg_u16 *)rows + i * stride + j, 64);
 #ifdef UBG_V16
         if (__builtin_expect(!exact[i], 1)) {
           const ubg_f32x16 rv = ubg_v_splat(r[i]);
@@ -307,8 +307,7 @@ UBG_INLINE void out_chunks(void *out, ubg_i64 at, const void *rows, ubg_i64 stri
   for (u = 0; u < 4; u++) h[u] = (ubg_f32x16){0};
   for (i = 0; i < nb; i++)
     for (u = 0; u < nchunks; u++) {
-      ubg_pair_i32x16 w;
-      __builtin_memcpy(&w, (const ubg_u16 *)rows + i * stride + d + 32 * u, 64);
+      const ubg_pair_i32x16 w = ld_pair(rows, i * stride + d + 32 * u);
       h[2 * u] = ubg_v_fma(ubg_v_splat(a[i]), pair_lo(w), h[2 * u]);
       h[2 * u + 1] = ubg_v_fma(ubg_v_splat(a[i]), pair_hi(w), h[2 * u + 1]);
     }

@@ -47,7 +47,8 @@ UBG_INLINE ubg_pair_i32x16 pair32(const void *p) {
   __builtin_memcpy(&h, p, 64);
   return pair_words(h);
 }
-/* the paired chunk at element i of rows (i a multiple of 32) */
+/* the 32 16-bit elements at element i of rows, as 16 words (a paired
+ * chunk, or a chunk as it is) */
 UBG_INLINE ubg_pair_i32x16 ld_pair(const void *rows, ubg_i64 i) {
   ubg_pair_i32x16 w;
   __builtin_memcpy(&w, (const ubg_u16 *)rows + i, 64);
