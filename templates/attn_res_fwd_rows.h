@@ -104,28 +104,28 @@ static void nat_lanes_fma(float *lanes, const float *x, const float *wqs, ubg_i6
 }
 #endif
 
-/* rows + i * stride = the row src[base + i * plane, + n) (columns
- * [c0, c0 + n) of it), for i < nrows, and la[i] += its squares over the
- * lanes; the rows at next + i * plane are requested meanwhile (next >= 0).
+/* la[i] += the squares of the row src[base + i * plane, + n) (columns
+ * [c0, c0 + n) of it) over the lanes, for i < nrows; the rows at next +
+ * i * plane are requested meanwhile (next >= 0). The rows stay where they
+ * are: the forward reads them in place (attn_res_fwd.c.tmpl says why).
  * bf16 under UBG_V16: least[i] = min(least[i], the least nonzero |x| of
  * its whole chunks less one), for products_normal. gcc without UBG_V16
  * (AVX2, or valgrind's build) runs the same chunks on gcc vectors. */
-UBG_INLINE void load_ss_rows(void *rows, ubg_i64 stride, const void *src, ubg_i64 base, ubg_i64 plane, int nrows,
-                             ubg_i64 n, ubg_i64 c0, float *UBG_RESTRICT la, ubg_i64 next, unsigned *least) {
-  ubg_u8 *dst = (ubg_u8 *)rows;
+UBG_INLINE void load_ss_rows(const void *src, ubg_i64 base, ubg_i64 plane, int nrows, ubg_i64 n, ubg_i64 c0,
+                             float *UBG_RESTRICT la, ubg_i64 next, unsigned *least) {
   const ubg_u8 *s8 = (const ubg_u8 *)src;
   ubg_i64 j = 0;
   int i;
   if (!NAT) {
-    load_dot_rows(rows, stride, src, base, plane, nrows, n, 0, la, 0, 0, next);
+    load_dot_rows(0, 0, src, base, plane, nrows, n, 0, la, 0, 0, next);
     return;
   }
 #ifdef __TINYC__
   {
     float buf[UBG_VCHUNK];
     (void)least, (void)next;
+    (void)s8;
     for (i = 0; i < nrows; i++) {
-      ubg_copy(dst + i * stride * ESIZE, s8 + (base + i * plane) * ESIZE, n * ESIZE, 0);
       for (j = 0; j < n; j += UBG_VCHUNK) { /* a multiple of 32: whole chunks stay whole */
         const ubg_i64 m = ubg_min(UBG_VCHUNK, n - j);
         ubg_vop_load(buf, src, base + i * plane + j, m, DT);
@@ -152,7 +152,6 @@ UBG_INLINE void load_ss_rows(void *rows, ubg_i64 stride, const void *src, ubg_i6
         for (i = 0; i < nrows; i++) {
           const ubg_pair_i32x16 w = ld_pair(src, base + i * plane + j);
           ubg_f32x16 even, odd;
-          __builtin_memcpy(dst + (i * stride + j) * ESIZE, &w, 64);
 #ifdef UBG_V16
           lnz[i] = least_nonzero(lnz[i], w);
 #endif
@@ -174,7 +173,6 @@ UBG_INLINE void load_ss_rows(void *rows, ubg_i64 stride, const void *src, ubg_i6
       const ubg_i64 at = base + i * plane + d;
       const float x = LD(src, at);
       float *lane = la + i * UBG_LANES + ss_lane(c0 + d);
-      __builtin_memcpy(dst + (i * stride + d) * ESIZE, s8 + at * ESIZE, ESIZE);
       *lane = fmaf(x, x, *lane);
     }
   }

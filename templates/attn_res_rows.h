@@ -1,20 +1,21 @@
-{{! The rows of v of one token in UB, in the storage dtype, and the work
-    over them that both passes share: lane sums of several rows side by
-    side (each lane of a row is one chain of dependent additions in d
-    order, ubg_lanes_dot's; going through ROWS rows in the inner loop keeps
-    that many chains in flight), and the backward's dv. The forward's
-    scores and weighted sum are in attn_res_fwd_rows.h. Rows are copied as they are (half the bytes
-    of f32 for f16/bf16) and converted in registers where used. The
-    including template defines LD, ST, RND, DT, ESIZE; tcc gets the same
-    operations as vector calls over staged chunks. Every multiply-add here
-    is one fused operation (fmaf; gcc's vector FMA gives its bits): the
-    kernels were bound by the vector units' operation count, not by the
-    latency of the chains (A/B: forward 1.05-1.08x alone). }}
+{{! The rows of v of one token, in the storage dtype (half the bytes of
+    f32 for f16/bf16, converted in registers where used; read in place,
+    or paired in UB where STAGED), and the work over them that both passes
+    share: lane sums of several rows side by side (each lane of a row is
+    one chain of dependent additions in d order, ubg_lanes_dot's; going
+    through ROWS rows in the inner loop keeps that many chains in flight),
+    and the backward's dv. The forward's scores and weighted sum are in
+    attn_res_fwd_rows.h. The including template defines LD, ST, RND, DT,
+    ESIZE; tcc gets the same operations as vector calls over staged
+    chunks. Every multiply-add here is one fused operation (fmaf; gcc's
+    vector FMA gives its bits): the kernels were bound by the vector
+    units' operation count, not by the latency of the chains (A/B: forward
+    1.05-1.08x alone). }}
 enum { ROWS = 4 }; /* rows at a time in the lane sums */
-/* a non-tiled variant's rows of v in UB lie a line further apart than
+/* the rows a non-tiled variant stages in UB lie a line further apart than
  * BLOCK_D: at 8 KiB apart (4096 bf16) every row's chunk d, and the line of
- * out or dv written from them, fall in one L1 set, more lines than its 8
- * ways (A/B, time padded / not: forward 0.88-0.93, backward 0.69-0.82) */
+ * dv written from them, fall in one L1 set, more lines than its 8 ways
+ * (A/B, time padded / not: backward 0.69-0.82) */
 enum { ROW_STRIDE = BLOCK_D + 64 / ESIZE };
 
 #ifndef __TINYC__
@@ -58,10 +59,17 @@ UBG_INLINE ubg_pair_i32x16 ld_pair(const void *rows, ubg_i64 i) {
 UBG_INLINE ubg_f32x16 pair_lo(ubg_pair_i32x16 w) { return (ubg_f32x16)(w << 16); }
 UBG_INLINE ubg_f32x16 pair_hi(ubg_pair_i32x16 w) { return (ubg_f32x16)(w & (int)0xffff0000u); }
 #endif
+/* whether the backward copies its rows into UB: only to pair them; rows
+ * as they are are read in place (A/B, tiled backward: staging cost 9-12%) */
+#ifdef __TINYC__
+enum { STAGED = 0 };
+#else
+enum { STAGED = PAIRED };
+#endif
 
-/* rows + i * stride = the row src[base + i * plane, + n) (paired if
- * PAIRED), for i < nrows (a constant: the accumulators live in
- * registers), and over the lanes la[i] = fma(pa, x, la[i]) (pa NULL:
+/* rows + i * stride = the row src[base + i * plane, + n), paired, if
+ * STAGED (else rows is unused), for i < nrows (a constant: the
+ * accumulators live in registers), and over the lanes la[i] = fma(pa, x, la[i]) (pa NULL:
  * x * x, the sum of squares) and, with pb, lb[i] = fma(pb, x, lb[i]). The rows at next + i * plane
  * (next >= 0: the program's next token) are requested from memory
  * meanwhile. */
@@ -76,7 +84,7 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
   ubg_i64 c;
   (void)next;
   for (i = 0; i < nrows; i++) {
-    ubg_copy(dst + i * stride * ESIZE, s8 + (base + i * plane) * ESIZE, n * ESIZE, 0);
+    if (STAGED) ubg_copy(dst + i * stride * ESIZE, s8 + (base + i * plane) * ESIZE, n * ESIZE, 0);
     for (c = 0; c < n; c += UBG_VCHUNK) { /* c is a multiple of the lanes */
       const ubg_i64 m = ubg_min(UBG_VCHUNK, n - c);
       ubg_vop_load(buf, src, base + i * plane + c, m, DT);
@@ -114,7 +122,7 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
       for (i = 0; i < nrows; i++) {
         const ubg_i64 at = base + i * plane + j;
         const ubg_f32x16 x = ld16(src, at);
-        __builtin_memcpy(dst + (i * stride + j) * ESIZE, s8 + at * ESIZE, 16 * ESIZE);
+        if (STAGED) __builtin_memcpy(dst + (i * stride + j) * ESIZE, s8 + at * ESIZE, 16 * ESIZE);
         a[i] = ubg_v_fma(pa ? ubg_v_ld(pa + j) : x, x, a[i]);
         if (pb) b[i] = ubg_v_fma(ubg_v_ld(pb + j), x, b[i]);
       }
@@ -127,7 +135,7 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
     for (l = 0; j + l < n; l++) {
       const ubg_i64 at = base + i * plane + j + l;
       const float x = LD(src, at);
-      __builtin_memcpy(dst + (i * stride + j + l) * ESIZE, s8 + at * ESIZE, ESIZE);
+      if (STAGED) __builtin_memcpy(dst + (i * stride + j + l) * ESIZE, s8 + at * ESIZE, ESIZE);
       la[i * UBG_LANES + l] = fmaf(pa ? pa[j + l] : x, x, la[i * UBG_LANES + l]);
       if (pb) lb[i * UBG_LANES + l] = fmaf(pb[j + l], x, lb[i * UBG_LANES + l]);
     }
