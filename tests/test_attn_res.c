@@ -4,7 +4,8 @@
  * (3,5,37,123), plus N = 1, D = 1, T = 1 and more blocks than Liger's
  * largest MAX_BLOCKS; all dtypes; every variant gives the same bits as every
  * other; 1 and 2 threads give the same bits; bad arguments are refused with
- * outputs untouched.
+ * outputs untouched. Edge data (subnormal products and squares, Inf and
+ * NaN, MXCSR modes) gives the same bits on AOT, gcc and tcc.
  *
  * Inputs as Liger's test_attn_res.py: v ~ N(0, 1), w_query ~ 0.02 N(0, 1);
  * w_norm = 1 + 0.1 N(0, 1) (Liger uses ones, which would hide a w_norm
@@ -307,54 +308,138 @@ Test(attn_res_edge, subnormal_products_are_rounded_not_flushed, .timeout = 120 *
  * elements (spiky_v) would otherwise come out 0 instead of 2^-126 (an
  * earlier per-product vfpclassps test was blind to them under DAZ). One
  * thread: the kernels then run on this thread, whose MXCSR is set. */
+/* whether n elements of dtype dt (es bytes) at a and b have the same
+ * bits, any NaN counting as any other (docs/decisions.md: NaN positions
+ * are promised, not payloads, which follow the compiler's operand order
+ * where two NaNs meet) */
+static bool same_or_both_nan(const void *a, const void *b, int64_t n, int dt) {
+  const size_t es = ref_dtype_bytes(dt);
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t x = 0, y = 0;
+    memcpy(&x, (const char *)a + i * es, es), memcpy(&y, (const char *)b + i * es, es);
+    const uint32_t e = es == 4 ? 0x7f800000u : dt == UBG_F16 ? 0x7c00u : 0x7f80u, m = es == 4 ? 0x7fffffu : dt == UBG_F16 ? 0x3ffu : 0x7fu;
+    if (x != y && !((x & e) == e && (x & m) && (y & e) == e && (y & m))) return false;
+  }
+  return true;
+}
+
+/* every forward variant that applies on AOT, the automatic choice on the
+ * gcc JIT (which compiles each variant apart) and every variant on tcc,
+ * one thread, with MXCSR | mode while they run: the same out, alpha and
+ * rstd bits (any_nan: or NaN where the first run has one); the first
+ * run's rstd into rstd1 [nblocks * tokens] */
+static void same_bits_everywhere(int dt, const ar_shape *s, const void *v, const void *wq, const void *wn, float eps,
+                                 unsigned mode, const char *mode_name, bool any_nan, float *rstd1) {
+  const int64_t nt = s->nb * s->tokens, no = s->tokens * s->dim;
+  const size_t ob = (size_t)no * ref_dtype_bytes(dt);
+  void *out = malloc(ob), *out1 = malloc(ob);
+  float *alpha = malloc((size_t)nt * 4), *alpha1 = malloc((size_t)nt * 4), *rstd = malloc((size_t)nt * 4);
+  const ubg_backend backends[3] = {UBG_BACKEND_AOT, UBG_BACKEND_GCC, UBG_BACKEND_TCC};
+  tc_variants vs = tc_kernel_variants("attn_res", "fwd", dt);
+  char first[160] = "", differs[400] = "";
+  int ran = 0;
+  for (int b = 0; b < 3 && !differs[0]; b++) {
+    ubg_ctx *one = tc_ctx(backends[b], 1);
+    const int gcc = backends[b] == UBG_BACKEND_GCC;
+    for (int i = 0; i < (gcc ? 1 : vs.n) && !differs[0]; i++) {
+      if (!gcc && !applies(&vs.v[i], s)) continue;
+      cr_assert_eq(ubg_set_variant(one, "attn_res", "fwd", gcc ? NULL : vs.v[i].name), UBG_OK, "%s",
+                   ubg_ctx_error(one));
+      const unsigned saved = _mm_getcsr();
+      _mm_setcsr(saved | mode);
+      const ubg_status st = ubg_attn_res_fwd(one, dt, s->nb, s->tokens, s->dim, v, wq, wn, eps, out, alpha, rstd);
+      _mm_setcsr(saved);
+      cr_assert_eq(st, UBG_OK, "%s: %s", ubg_ctx_last_variant(one), ubg_ctx_error(one));
+      ran++;
+      if (!first[0]) {
+        snprintf(first, sizeof first, "%s", ubg_ctx_last_variant(one));
+        memcpy(out1, out, ob), memcpy(alpha1, alpha, (size_t)nt * 4), memcpy(rstd1, rstd, (size_t)nt * 4);
+      } else if (any_nan ? !same_or_both_nan(out, out1, no, dt) || !same_or_both_nan(alpha, alpha1, nt, UBG_F32) ||
+                               !same_or_both_nan(rstd, rstd1, nt, UBG_F32)
+                         : memcmp(out, out1, ob) || memcmp(alpha, alpha1, (size_t)nt * 4) ||
+                               memcmp(rstd, rstd1, (size_t)nt * 4)) {
+        snprintf(differs, sizeof differs, "%s gives other bits than %s (%s, D = %lld, MXCSR %s)",
+                 ubg_ctx_last_variant(one), first, ug_dtype_name(dt), (long long)s->dim, mode_name);
+      }
+    }
+    ubg_ctx_destroy(one);
+  }
+  cr_assert(!differs[0], "%s", differs);
+  cr_assert_gt(ran, 2, "%s: only %d runs", ug_dtype_name(dt), ran); /* AOT's variants, gcc, tcc's */
+  tc_free_variants(&vs);
+  free(out), free(out1), free(alpha), free(alpha1), free(rstd);
+}
+
 Test(attn_res_edge, mxcsr_modes_give_the_same_bits_everywhere, .timeout = 120 * TC_TIME_SCALE) {
   const ar_shape s = {3, 5, 4096};
-  const int64_t nt = s.nb * s.tokens, no = s.tokens * s.dim;
+  float *rstd1 = malloc((size_t)(s.nb * s.tokens) * 4);
   spiky_dim = s.dim;
   for (int mode = 0; mode < 3; mode++)
-  for (int dt = UBG_F32; dt <= UBG_BF16; dt++) {
-    const unsigned modes[3] = {0, 0x0040u, 0x8040u}; /* DAZ is bit 6, FTZ bit 15 */
-    const char *mode_names[3] = {"as it comes", "with DAZ", "with FTZ and DAZ"};
-    const size_t es = ref_dtype_bytes(dt), ob = (size_t)no * es;
-    void *v = bits_tensor(dt, nt * s.dim, spiky_v, 7), *wq = bits_tensor(dt, s.dim, spiky_wq, 8),
-         *wn = bits_tensor(dt, s.dim, one_bits, 9);
-    void *out = malloc(ob), *out1 = malloc(ob);
-    float *alpha = malloc((size_t)nt * 4), *alpha1 = malloc((size_t)nt * 4);
-    float *rstd = malloc((size_t)nt * 4), *rstd1 = malloc((size_t)nt * 4);
-    const ubg_backend backends[3] = {UBG_BACKEND_AOT, UBG_BACKEND_GCC, UBG_BACKEND_TCC};
-    tc_variants vs = tc_kernel_variants("attn_res", "fwd", dt);
-    char first[160] = "", differs[400] = "";
-    int ran = 0;
-    for (int b = 0; b < 3 && !differs[0]; b++) {
-      ubg_ctx *one = tc_ctx(backends[b], 1);
-      /* gcc compiles each variant apart: the automatic choice only there */
-      const int gcc = backends[b] == UBG_BACKEND_GCC;
-      for (int i = 0; i < (gcc ? 1 : vs.n) && !differs[0]; i++) {
-        if (!gcc && !applies(&vs.v[i], &s)) continue;
-        cr_assert_eq(ubg_set_variant(one, "attn_res", "fwd", gcc ? NULL : vs.v[i].name), UBG_OK, "%s",
-                     ubg_ctx_error(one));
-        const unsigned saved = _mm_getcsr();
-        _mm_setcsr(saved | modes[mode]);
-        const ubg_status st = ubg_attn_res_fwd(one, dt, s.nb, s.tokens, s.dim, v, wq, wn, 1e-6f, out, alpha, rstd);
-        _mm_setcsr(saved);
-        cr_assert_eq(st, UBG_OK, "%s: %s", ubg_ctx_last_variant(one), ubg_ctx_error(one));
-        ran++;
-        if (!first[0]) {
-          snprintf(first, sizeof first, "%s", ubg_ctx_last_variant(one));
-          memcpy(out1, out, ob), memcpy(alpha1, alpha, (size_t)nt * 4), memcpy(rstd1, rstd, (size_t)nt * 4);
-        } else if (memcmp(out, out1, ob) || memcmp(alpha, alpha1, (size_t)nt * 4) ||
-                   memcmp(rstd, rstd1, (size_t)nt * 4)) {
-          snprintf(differs, sizeof differs, "%s gives other bits than %s (%s, MXCSR %s)", ubg_ctx_last_variant(one),
-                   first, ug_dtype_name(dt), mode_names[mode]);
-        }
-      }
-      ubg_ctx_destroy(one);
+    for (int dt = UBG_F32; dt <= UBG_BF16; dt++) {
+      const unsigned modes[3] = {0, 0x0040u, 0x8040u}; /* DAZ is bit 6, FTZ bit 15 */
+      const char *mode_names[3] = {"as it comes", "with DAZ", "with FTZ and DAZ"};
+      void *v = bits_tensor(dt, s.nb * s.tokens * s.dim, spiky_v, 7), *wq = bits_tensor(dt, s.dim, spiky_wq, 8),
+           *wn = bits_tensor(dt, s.dim, one_bits, 9);
+      same_bits_everywhere(dt, &s, v, wq, wn, 1e-6f, modes[mode], mode_names[mode], false, rstd1);
+      free(v), free(wq), free(wn);
     }
-    cr_assert(!differs[0], "%s", differs);
-    cr_assert_gt(ran, 2, "%s: only %d runs", ug_dtype_name(dt), ran); /* AOT's variants, gcc, tcc's */
-    tc_free_variants(&vs);
-    free(v), free(wq), free(wn), free(out), free(out1), free(alpha), free(alpha1), free(rstd), free(rstd1);
-  }
+  free(rstd1);
+}
+
+/* v: a random sign and, in the first half of a row, |v| in [2^-74,
+ * 2^-63), whose squares are f32 subnormals, in the second [2^-63, 2^-62),
+ * whose squares are normal (a tiled variant's later tiles then start
+ * from subnormal lanes) */
+static uint16_t tiny_v(int64_t i, uint64_t *x) {
+  const uint64_t r = next_rand(x);
+  const uint64_t e = i % spiky_dim < spiky_dim / 2 ? 53 + (r >> 1) % 11 : 64;
+  return (uint16_t)(((r & 1) << 15) | (e << 7) | ((r >> 5) & 127));
+}
+/* v: |v| around 1, but an Inf in column 7 of every third row from the
+ * second, a NaN (a random payload, quiet or signalling) in column 40 of
+ * every third row from the third */
+static uint16_t nonfinite_v(int64_t i, uint64_t *x) {
+  const uint64_t r = next_rand(x);
+  const int64_t row = i / spiky_dim, col = i % spiky_dim;
+  if (row % 3 == 1 && col == 7) return 0x7f80;
+  if (row % 3 == 2 && col == 40) return (uint16_t)(((r & 1) << 15) | 0x7f80 | (1 + (r >> 1) % 127));
+  return (uint16_t)(((r & 1) << 15) | ((126 + (r >> 1) % 2) << 7) | ((r >> 2) & 127));
+}
+
+/* The bf16 forward sums squares with vdpbf16ps, which reads subnormal
+ * lanes as zero and flushes subnormal squares, only where a row's least
+ * nonzero |v| and its lanes so far prove none is met. Rows of tiny_v and
+ * eps = 0 make rstd depend on such squares (without the proof rstd would
+ * be Inf, or a tiled variant's lanes would lose their first tiles): every
+ * variant and backend gives the same bits, and rstd is within 1e-3 of the
+ * double reference. Rows holding an Inf or a NaN (nonfinite_v) give the
+ * same values everywhere too, NaN in the same places. D = 123: the whole
+ * chunks, then scalar columns. */
+Test(attn_res_edge, subnormal_squares_and_nonfinite_rows, .timeout = 120 * TC_TIME_SCALE) {
+  const int64_t dims[2] = {4096, 123};
+  for (int k = 0; k < 2; k++)
+    for (int dt = UBG_F32; dt <= UBG_BF16; dt += UBG_BF16 - UBG_F32) {
+      const ar_shape s = {3, 5, dims[k]};
+      const int64_t nt = s.nb * s.tokens, nv = nt * s.dim;
+      float *rstd1 = malloc((size_t)nt * 4);
+      double *ref_out = malloc((size_t)(s.tokens * s.dim) * sizeof(double)), *ref_alpha = malloc((size_t)nt * sizeof(double)),
+             *ref_rstd = malloc((size_t)nt * sizeof(double));
+      spiky_dim = s.dim;
+      void *v = bits_tensor(dt, nv, tiny_v, 11), *w = bits_tensor(dt, s.dim, one_bits, 12);
+      same_bits_everywhere(dt, &s, v, w, w, 0.0f, 0, "as it comes; tiny_v, eps = 0", false, rstd1);
+      ref_slot a[10] = {{.p = v}, {.p = w}, {.p = w}, {.p = NULL}, {.p = NULL}, {.p = NULL},
+                        {.i = s.nb}, {.i = s.tokens}, {.i = s.dim}, {.f = 0.0}};
+      double *outs[10] = {0};
+      outs[3] = ref_out, outs[4] = ref_alpha, outs[5] = ref_rstd;
+      ref_find("attn_res", "fwd")->fn(a, dt, outs);
+      for (int64_t i = 0; i < nt; i++)
+        cr_assert(fabs(rstd1[i] - ref_rstd[i]) <= 1e-3 * ref_rstd[i], "%s D = %lld: rstd[%lld] %.9g, reference %.9g",
+                  ug_dtype_name(dt), (long long)s.dim, (long long)i, rstd1[i], ref_rstd[i]);
+      free(v);
+      v = bits_tensor(dt, nv, nonfinite_v, 13);
+      same_bits_everywhere(dt, &s, v, w, w, 1e-6f, 0, "as it comes; nonfinite_v", true, rstd1);
+      free(v), free(w), free(rstd1), free(ref_out), free(ref_alpha), free(ref_rstd);
+    }
 }
 #endif
 
