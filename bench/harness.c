@@ -106,6 +106,17 @@ void bench_copy1(void *arg) {
   for (int64_t i = 0; i < n; i++) dst[i] = src[i];
 }
 
+static volatile uint64_t read_sink; /* keeps the folded reads from being elided */
+void bench_read1(void *arg) {
+  bench_copy_args *c = arg;
+  const uint64_t *src = c->a;
+  int64_t n = (int64_t)(c->n / 8);
+  uint64_t acc = 0;
+#pragma omp parallel for num_threads(c->nthreads) schedule(static) reduction(^ : acc)
+  for (int64_t i = 0; i < n; i++) acc ^= src[i];
+  read_sink = acc;
+}
+
 void bench_copy2(void *arg) {
   bench_copy_args *c = arg;
   const uint64_t *a = c->a, *b = c->b;

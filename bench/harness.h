@@ -40,6 +40,9 @@ typedef struct {
 } bench_copy_args;
 void bench_copy1(void *arg);
 void bench_copy2(void *arg);
+/* n bytes of a read and folded (no write): what reading alone attains, the
+ * ceiling of a kernel that mostly reads (dst unused) */
+void bench_read1(void *arg);
 
 /* Liger-Kernel benchmark data (benchmark/scripts/utils.py BenchmarkData) */
 typedef struct bench_json bench_json;

@@ -346,9 +346,24 @@ UBG_INLINE void out_chunks(void *out, ubg_i64 at, const void *rows, ubg_i64 stri
       h[2 * u] = ubg_v_fma(ubg_v_splat(a[i]), pair_lo(w), h[2 * u]);
       h[2 * u + 1] = ubg_v_fma(ubg_v_splat(a[i]), pair_hi(w), h[2 * u + 1]);
     }
-  for (u = 0; u < nchunks; u++)
+  for (u = 0; u < nchunks; u++) {
+#ifdef UBG_V16
+    /* both converted at once, words [even columns | odd columns], then one
+     * word permute into column order; vcvtne2ps2bf16 flushes an f32
+     * subnormal to zero, so only where it gave a zero word are the sums
+     * tested (and then, if one is subnormal, stored by store32's exact path) */
+    const ubg_pair_i16x32 col = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+                                 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    const ubg_pair_i16x32 y = (ubg_pair_i16x32)__builtin_ia32_cvtne2ps2bf16_v32hi(h[2 * u + 1], h[2 * u]);
+    if (__builtin_expect(__builtin_ia32_ptestnmw512(y, (ubg_pair_i16x32){0} + 0x7fff, 0xffffffffu) == 0, 1) ||
+        (ubg_v_subnormal_lanes(h[2 * u]) | ubg_v_subnormal_lanes(h[2 * u + 1])) == 0) {
+      ubg_v_st_x32(out, at + 32 * u, (ubg_i16x32)__builtin_ia32_permvarhi512_mask(y, col, y, 0xffffffffu), stream);
+      continue;
+    }
+#endif
     store32(out, at + 32 * u, __builtin_shuffle(h[2 * u], h[2 * u + 1], lo), __builtin_shuffle(h[2 * u], h[2 * u + 1], hi),
             stream);
+  }
 }
 static void out_rows(void *out, ubg_i64 base, const void *rows, ubg_i64 stride, const float *a, ubg_i64 nb, ubg_i64 n,
                      int stream) {
