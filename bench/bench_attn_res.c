@@ -312,20 +312,21 @@ int main(int argc, char **argv) {
       bench_copy_args read = {csrc, NULL, NULL, 2 * half, threads};
       bench_fn fns_c[3] = {ubg_fns[mode], bench_copy1, bench_read1};
       void *args_c[3] = {&p, &copy, &read};
+      const int nfn_c = mode == 0 ? 3 : 2;
       double *cold[3];
-      for (int f = 0; f < 3; f++) cold[f] = bench_alloc((size_t)reps * sizeof(double));
-      bench_interleaved_cold(fns_c, args_c, mode == 0 ? 3 : 2, reps, cold);
+      for (int f = 0; f < nfn_c; f++) cold[f] = bench_alloc((size_t)reps * sizeof(double));
+      bench_interleaved_cold(fns_c, args_c, nfn_c, reps, cold);
       double ratio_cold[64], ratio_read[64];
       for (int r = 0; r < reps; r++) ratio_cold[r] = cold[1][r] / cold[0][r] * copy_scale;
-      for (int r = 0; r < reps; r++) ratio_read[r] = cold[2][r] / cold[0][r] * copy_scale;
       st_ubg_c[mode][ti] = bench_percentiles(cold[0], reps);
       st_copy_c[mode][ti] = bench_percentiles(cold[1], reps);
       frac_c[mode][ti] = bench_percentiles(ratio_cold, reps);
       if (mode == 0) {
+        for (int r = 0; r < reps; r++) ratio_read[r] = cold[2][r] / cold[0][r] * copy_scale;
         st_read_c[ti] = bench_percentiles(cold[2], reps);
         frac_read_c[ti] = bench_percentiles(ratio_read, reps);
       }
-      for (int f = 0; f < 3; f++) free(cold[f]);
+      for (int f = 0; f < nfn_c; f++) free(cold[f]);
       const char *verdict = "-", *verdict_c = "-";
       if (mode < 2) {
         bool bw = frac[mode][ti].p50 >= target_frac, bw_c = frac_c[mode][ti].p50 >= target_frac;

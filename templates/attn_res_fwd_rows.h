@@ -69,11 +69,7 @@ UBG_INLINE int products_normal(unsigned least1, float r) {
  * 2^-126, and with a0 free of subnormals no step meets one, so MXCSR
  * cannot matter either. */
 UBG_INLINE int ss_dot_exact(unsigned least1, ubg_f32x16 a0) {
-  ubg_u32 b0[16];
-  int l, ok = least1 >= 0x1fff;
-  __builtin_memcpy(b0, &a0, 64);
-  for (l = 0; l < 16; l++) ok &= (b0[l] & 0x7f800000u) != 0 || (b0[l] & 0x7fffffu) == 0;
-  return ok;
+  return least1 >= 0x1fff && ubg_v_subnormal_lanes(a0) == 0;
 }
 /* a + the squares of a bf16 chunk's 32 columns: lane k adds column 2k + 1,
  * then 2k, one fused multiply-add each */
@@ -349,15 +345,12 @@ UBG_INLINE void out_chunks(void *out, ubg_i64 at, const void *rows, ubg_i64 stri
   for (u = 0; u < nchunks; u++) {
 #ifdef UBG_V16
     /* both converted at once, words [even columns | odd columns], then one
-     * word permute into column order; vcvtne2ps2bf16 flushes an f32
-     * subnormal to zero, so only where it gave a zero word are the sums
-     * tested (and then, if one is subnormal, stored by store32's exact path) */
-    const ubg_pair_i16x32 col = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
-                                 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-    const ubg_pair_i16x32 y = (ubg_pair_i16x32)__builtin_ia32_cvtne2ps2bf16_v32hi(h[2 * u + 1], h[2 * u]);
-    if (__builtin_expect(__builtin_ia32_ptestnmw512(y, (ubg_pair_i16x32){0} + 0x7fff, 0xffffffffu) == 0, 1) ||
-        (ubg_v_subnormal_lanes(h[2 * u]) | ubg_v_subnormal_lanes(h[2 * u + 1])) == 0) {
-      ubg_v_st_x32(out, at + 32 * u, (ubg_i16x32)__builtin_ia32_permvarhi512_mask(y, col, y, 0xffffffffu), stream);
+     * word permute (pair_words) into column order, instead of two
+     * permutes of the f32 sums (A/B in cache 0.96) */
+    unsigned sub = 0;
+    const ubg_i16x32 y = ubg_v_to_bf16x32(h[2 * u], h[2 * u + 1], &sub);
+    if (__builtin_expect(sub == 0, 1)) {
+      ubg_v_st_x32(out, at + 32 * u, (ubg_i16x32)pair_words((ubg_pair_i16x32)y), stream);
       continue;
     }
 #endif

@@ -270,14 +270,19 @@ UBG_INLINE void ubg_v_stream_bf16(void *p, ubg_i64 i, ubg_i16x16 h) {
 }
 #define ubg_v_stream_f16 ubg_v_stream_bf16
 /* 32 values as bf16 (lo to the first 16, hi to the next) in one
- * conversion (vcvtne2ps2bf16), *sub as ubg_v_to_bf16's, and their 64 bytes
+ * conversion (vcvtne2ps2bf16), *sub nonzero where it flushed an f32
+ * subnormal (then ubg_f32_to_bf16 must convert them), and their 64 bytes
  * stored at element i of p: a whole line when i is 32-aligned in an
  * aligned tensor, so a streaming store flushes its write-combining buffer
- * full instead of in two halves */
+ * full instead of in two halves. A flushed subnormal comes out a zero
+ * word, so the lanes are tested only where the conversion gave one: one
+ * mask test instead of four (A/B, the AttnRes forward in cache: 0.96). */
 typedef short ubg_i16x32 __attribute__((vector_size(64)));
 UBG_INLINE ubg_i16x32 ubg_v_to_bf16x32(ubg_f32x16 lo, ubg_f32x16 hi, unsigned *sub) {
-  *sub |= ubg_v_subnormal_lanes(lo) | ubg_v_subnormal_lanes(hi);
-  return (ubg_i16x32)__builtin_ia32_cvtne2ps2bf16_v32hi(hi, lo);
+  const ubg_i16x32 h = (ubg_i16x32)__builtin_ia32_cvtne2ps2bf16_v32hi(hi, lo);
+  if (__builtin_expect(__builtin_ia32_ptestnmw512(h, (ubg_i16x32){0} + 0x7fff, 0xffffffffu) != 0, 0))
+    *sub |= ubg_v_subnormal_lanes(lo) | ubg_v_subnormal_lanes(hi);
+  return h;
 }
 UBG_INLINE void ubg_v_st_x32(void *p, ubg_i64 i, ubg_i16x32 h, int stream) {
   ubg_u16 *q = (ubg_u16 *)p + i;

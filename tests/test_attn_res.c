@@ -299,15 +299,6 @@ Test(attn_res_edge, subnormal_products_are_rounded_not_flushed, .timeout = 120 *
 }
 
 #if defined(__x86_64__) || defined(__i386__)
-/* The same inputs with MXCSR as it comes, with DAZ and with FTZ and DAZ,
- * as a framework may set them: the results change (FTZ flushes the tiny
- * products, DAZ reads subnormals as zero), but in each mode every forward
- * variant on AOT, the gcc JIT and tcc gives the same bits. The paired bf16
- * score converts a row's products with a conversion that flushes
- * subnormals only when it has proved none is subnormal; v's 0x037f
- * elements (spiky_v) would otherwise come out 0 instead of 2^-126 (an
- * earlier per-product vfpclassps test was blind to them under DAZ). One
- * thread: the kernels then run on this thread, whose MXCSR is set. */
 /* whether n elements of dtype dt (es bytes) at a and b have the same
  * bits, any NaN counting as any other (docs/decisions.md: NaN positions
  * are promised, not payloads, which follow the compiler's operand order
@@ -370,6 +361,15 @@ static void same_bits_everywhere(int dt, const ar_shape *s, const void *v, const
   free(out), free(out1), free(alpha), free(alpha1), free(rstd);
 }
 
+/* The same inputs with MXCSR as it comes, with DAZ and with FTZ and DAZ,
+ * as a framework may set them: the results change (FTZ flushes the tiny
+ * products, DAZ reads subnormals as zero), but in each mode every forward
+ * variant on AOT, the gcc JIT and tcc gives the same bits. The paired bf16
+ * score converts a row's products with a conversion that flushes
+ * subnormals only when it has proved none is subnormal; v's 0x037f
+ * elements (spiky_v) would otherwise come out 0 instead of 2^-126 (an
+ * earlier per-product vfpclassps test was blind to them under DAZ). One
+ * thread: the kernels then run on this thread, whose MXCSR is set. */
 Test(attn_res_edge, mxcsr_modes_give_the_same_bits_everywhere, .timeout = 120 * TC_TIME_SCALE) {
   const ar_shape s = {3, 5, 4096};
   float *rstd1 = malloc((size_t)(s.nb * s.tokens) * 4);
