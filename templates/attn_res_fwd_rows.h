@@ -325,13 +325,34 @@ static void axpy_row(float *h, float a, const void *row, ubg_i64 n) {
   }
 }
 #else
-/* out[at, + 32 * nchunks) from the bf16 chunks at column d (nchunks 1 or
- * 2, a constant where inlined: h stays in registers); the sums run over
- * even and odd columns and are put back in column order to be stored */
-UBG_INLINE void out_chunks(void *out, ubg_i64 at, const void *rows, ubg_i64 stride, ubg_i64 d, const float *a, ubg_i64 nb,
-                           int nchunks, int stream) {
+/* 32 columns stored at element i of dst from the f32 sums of their even
+ * (e) and odd (o) columns, as out_chunks keeps them: store32 in column
+ * order. bf16: both converted at once (words [even | odd]) and put in
+ * column order by one word permute (pair_words) instead of two permutes
+ * of the f32 sums (A/B in cache 0.96); store32's exact path where the
+ * conversion flushed a subnormal. */
+UBG_INLINE void store32_even_odd(void *dst, ubg_i64 i, ubg_f32x16 e, ubg_f32x16 o, int stream) {
   const ubg_pair_i32x16 lo = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23};
   const ubg_pair_i32x16 hi = {8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+{{#is_bf16}}
+#ifdef UBG_V16
+  {
+    unsigned sub = 0;
+    const ubg_i16x32 y = ubg_v_to_bf16x32(e, o, &sub);
+    if (__builtin_expect(sub == 0, 1)) {
+      ubg_v_st_x32(dst, i, (ubg_i16x32)pair_words((ubg_pair_i16x32)y), stream);
+      return;
+    }
+  }
+#endif
+{{/is_bf16}}
+  store32(dst, i, __builtin_shuffle(e, o, lo), __builtin_shuffle(e, o, hi), stream);
+}
+/* out[at, + 32 * nchunks) from the bf16 chunks at column d (nchunks 1 or
+ * 2, a constant where inlined: h stays in registers); the sums run over
+ * even and odd columns */
+UBG_INLINE void out_chunks(void *out, ubg_i64 at, const void *rows, ubg_i64 stride, ubg_i64 d, const float *a, ubg_i64 nb,
+                           int nchunks, int stream) {
   ubg_f32x16 h[4];
   ubg_i64 i;
   int u;
@@ -342,21 +363,7 @@ UBG_INLINE void out_chunks(void *out, ubg_i64 at, const void *rows, ubg_i64 stri
       h[2 * u] = ubg_v_fma(ubg_v_splat(a[i]), pair_lo(w), h[2 * u]);
       h[2 * u + 1] = ubg_v_fma(ubg_v_splat(a[i]), pair_hi(w), h[2 * u + 1]);
     }
-  for (u = 0; u < nchunks; u++) {
-#ifdef UBG_V16
-    /* both converted at once, words [even columns | odd columns], then one
-     * word permute (pair_words) into column order, instead of two
-     * permutes of the f32 sums (A/B in cache 0.96) */
-    unsigned sub = 0;
-    const ubg_i16x32 y = ubg_v_to_bf16x32(h[2 * u], h[2 * u + 1], &sub);
-    if (__builtin_expect(sub == 0, 1)) {
-      ubg_v_st_x32(out, at + 32 * u, (ubg_i16x32)pair_words((ubg_pair_i16x32)y), stream);
-      continue;
-    }
-#endif
-    store32(out, at + 32 * u, __builtin_shuffle(h[2 * u], h[2 * u + 1], lo), __builtin_shuffle(h[2 * u], h[2 * u + 1], hi),
-            stream);
-  }
+  for (u = 0; u < nchunks; u++) store32_even_odd(out, at + 32 * u, h[2 * u], h[2 * u + 1], stream);
 }
 static void out_rows(void *out, ubg_i64 base, const void *rows, ubg_i64 stride, const float *a, ubg_i64 nb, ubg_i64 n,
                      int stream) {
