@@ -177,6 +177,21 @@ UBG_INLINE ubg_f32x16 ubg_v_fma(ubg_f32x16 a, ubg_f32x16 b, ubg_f32x16 c) {
 }
 /* s in every lane (one broadcast; a loop of lane stores is not merged) */
 UBG_INLINE ubg_f32x16 ubg_v_splat(float s) { return (ubg_f32x16){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s}; }
+/* v streamed (non-temporal) to p when p starts a 64-byte line: 1, else 0
+ * and nothing stored (the caller stores through the caches). A whole
+ * line at once, so the write-combining buffer leaves full; an f32 output
+ * needs no conversion, so this is the f32 kernels' streaming path (the
+ * stage must end with UBG_SFENCE()). */
+UBG_INLINE int ubg_v_stream_f32(float *p, ubg_f32x16 v) {
+#if defined(__AVX512F__)
+  if (((unsigned long)p & 63) == 0) {
+    __builtin_ia32_movntps512(p, v);
+    return 1;
+  }
+#endif
+  (void)p, (void)v;
+  return 0;
+}
 #pragma GCC diagnostic pop
 #endif
 #if defined(__GNUC__) && !defined(__TINYC__) && defined(__AVX512F__) && defined(__AVX512BF16__) && \

@@ -97,12 +97,7 @@ UBG_INLINE void store16(void *dst, ubg_i64 i, ubg_f32x16 x, int stream) {
 #endif
 {{/is_f32}}
 {{#is_f32}}
-#ifdef __AVX512F__
-  if (stream && ((unsigned long)((float *)dst + i) & 63) == 0) { /* a whole line, as the half types' store32 */
-    __builtin_ia32_movntps512((float *)dst + i, x);
-    return;
-  }
-#endif
+  if (stream && ubg_v_stream_f32((float *)dst + i, x)) return;
 {{/is_f32}}
   (void)stream;
   for (l = 0; l < 16; l++) ST(dst, i + l, x[l]);

@@ -243,52 +243,65 @@ Test(rms_norm_edge, default_strategy_tiled) {
 }
 
 /* Outputs of 8 MiB and more are written with streaming stores where the
- * address allows (32- or 16-byte aligned chunks); the sweep above reaches
- * that size only with tiled variants. Here a whole-row variant at 8.1 MiB,
+ * address allows (bf16: 32- or 16-byte aligned chunks; f32: 64-byte
+ * aligned lines); the sweep above reaches that size only with tiled
+ * variants. Here a whole-row variant at 8.1 MiB (bf16) or 16.2 MiB (f32),
  * its output at three alignments, must match the reference and, bit for
- * bit, a tiled variant writing with ordinary stores. */
-Test(rms_norm_edge, streaming_stores_any_alignment, .timeout = 120 * TC_TIME_SCALE) {
+ * bit, a tiled variant's output in a malloc'd buffer. */
+static void streaming_stores_case(ubg_dtype dt, int rdt, const int *shifts) {
   ubg_ctx *ctx;
   cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK);
-  const int64_t rows = 520, cols = 8192, n = rows * cols; /* 8.1 MiB of bf16 */
-  uint16_t *x = tc_tensor(REF_BF16, n, 0, 1, 11), *dy = tc_tensor(REF_BF16, n, 0, 1, 12);
-  uint16_t *w = tc_tensor(REF_BF16, cols, 1, 0.5, 13);
-  uint16_t *out = malloc((size_t)n * 2 + 64), *want = malloc((size_t)n * 2), *dw = malloc(cols * 2);
-  uint16_t *dw_want = malloc(cols * 2);
+  const int64_t rows = 520, cols = 8192, n = rows * cols;
+  const size_t es = dt == UBG_F32 ? 4 : 2, bytes = (size_t)n * es;
+  const char *name = dt == UBG_F32 ? "f32" : "bf16";
+  void *x = tc_tensor(rdt, n, 0, 1, 11), *dy = tc_tensor(rdt, n, 0, 1, 12), *w = tc_tensor(rdt, cols, 1, 0.5, 13);
+  void *out = malloc(bytes + 64), *want = malloc(bytes), *dw = malloc(cols * es), *dw_want = malloc(cols * es);
+  void *dx_want = malloc(bytes);
   float *rstd = malloc(rows * 4), *rstd_want = malloc(rows * 4);
   double *ref = malloc((size_t)n * sizeof(double)), *ref_r = malloc(rows * sizeof(double));
   ref_slot a[9] = {{.p = x}, {.p = w}, {.p = NULL}, {.p = NULL}, {.i = rows}, {.i = cols}, {.f = 1e-6f}, {.f = 0},
                    {.i = 0}};
   double *outs[9] = {0};
+  char variant[64];
   outs[2] = ref, outs[3] = ref_r;
-  ref_find("rms_norm", "fwd")->fn(a, REF_BF16, outs);
+  ref_find("rms_norm", "fwd")->fn(a, rdt, outs);
   /* the tiled variant's output (malloc: a 16-byte aligned buffer) is the
    * bitwise reference, once it is within tolerance of the real one */
-  cr_assert_eq(ubg_set_variant(ctx, "rms_norm", "fwd", "rms_norm_fwd_bf16_d1024_m1_t"), UBG_OK);
-  cr_assert_eq(ubg_rms_norm_fwd(ctx, UBG_BF16, rows, cols, x, w, 1e-6f, 0, UBG_CAST_LLAMA, want, rstd_want), UBG_OK);
+  snprintf(variant, sizeof variant, "rms_norm_fwd_%s_d1024_m1_t", name);
+  cr_assert_eq(ubg_set_variant(ctx, "rms_norm", "fwd", variant), UBG_OK);
+  cr_assert_eq(ubg_rms_norm_fwd(ctx, dt, rows, cols, x, w, 1e-6f, 0, UBG_CAST_LLAMA, want, rstd_want), UBG_OK);
   double werr;
-  cr_assert(ref_compare(want, REF_BF16, ref, n, tol_atol[2], tol_rtol[2], &werr) < 0, "tiled y off the reference");
-  cr_assert_eq(ubg_set_variant(ctx, "rms_norm", "bwd", "rms_norm_bwd_bf16_d1024_m1_t"), UBG_OK);
-  uint16_t *dx_want = malloc((size_t)n * 2);
-  cr_assert_eq(ubg_rms_norm_bwd(ctx, UBG_BF16, rows, cols, dy, x, w, rstd_want, 0, UBG_CAST_LLAMA, dx_want, dw_want),
-               UBG_OK);
-  cr_assert_eq(ubg_set_variant(ctx, "rms_norm", "fwd", "rms_norm_fwd_bf16_d8192_m1_n"), UBG_OK);
-  cr_assert_eq(ubg_set_variant(ctx, "rms_norm", "bwd", "rms_norm_bwd_bf16_d8192_m1_n"), UBG_OK);
-  static const int shifts[] = {0, 16, 2}; /* bytes past a 64-byte boundary: 32-, 16- and 2-byte aligned */
+  cr_assert(ref_compare(want, rdt, ref, n, tol_atol[rdt], tol_rtol[rdt], &werr) < 0, "%s: tiled y off the reference",
+            name);
+  snprintf(variant, sizeof variant, "rms_norm_bwd_%s_d1024_m1_t", name);
+  cr_assert_eq(ubg_set_variant(ctx, "rms_norm", "bwd", variant), UBG_OK);
+  cr_assert_eq(ubg_rms_norm_bwd(ctx, dt, rows, cols, dy, x, w, rstd_want, 0, UBG_CAST_LLAMA, dx_want, dw_want), UBG_OK);
+  snprintf(variant, sizeof variant, "rms_norm_fwd_%s_d8192_m1_n", name);
+  cr_assert_eq(ubg_set_variant(ctx, "rms_norm", "fwd", variant), UBG_OK);
+  snprintf(variant, sizeof variant, "rms_norm_bwd_%s_d8192_m1_n", name);
+  cr_assert_eq(ubg_set_variant(ctx, "rms_norm", "bwd", variant), UBG_OK);
   for (int k = 0; k < 3; k++) {
-    uint16_t *y = (uint16_t *)((char *)(((uintptr_t)out + 63) & ~(uintptr_t)63) + shifts[k]);
-    memset(y, 0xff, (size_t)n * 2);
-    cr_assert_eq(ubg_rms_norm_fwd(ctx, UBG_BF16, rows, cols, x, w, 1e-6f, 0, UBG_CAST_LLAMA, y, rstd), UBG_OK);
+    void *y = (char *)(((uintptr_t)out + 63) & ~(uintptr_t)63) + shifts[k];
+    memset(y, 0xff, bytes);
+    cr_assert_eq(ubg_rms_norm_fwd(ctx, dt, rows, cols, x, w, 1e-6f, 0, UBG_CAST_LLAMA, y, rstd), UBG_OK);
     double err;
-    int64_t bad = ref_compare(y, REF_BF16, ref, n, tol_atol[2], tol_rtol[2], &err);
-    cr_assert(bad < 0, "shift %d: y[%lld] off the reference", shifts[k], (long long)bad);
-    cr_assert(!memcmp(y, want, (size_t)n * 2), "shift %d: streamed y differs from the tiled variant's", shifts[k]);
-    memset(y, 0xff, (size_t)n * 2);
-    cr_assert_eq(ubg_rms_norm_bwd(ctx, UBG_BF16, rows, cols, dy, x, w, rstd_want, 0, UBG_CAST_LLAMA, y, dw), UBG_OK);
-    cr_assert(!memcmp(y, dx_want, (size_t)n * 2), "shift %d: streamed dx differs from the tiled variant's", shifts[k]);
-    cr_assert(!memcmp(dw, dw_want, cols * 2), "shift %d: dw differs", shifts[k]);
+    int64_t bad = ref_compare(y, rdt, ref, n, tol_atol[rdt], tol_rtol[rdt], &err);
+    cr_assert(bad < 0, "%s shift %d: y[%lld] off the reference", name, shifts[k], (long long)bad);
+    cr_assert(!memcmp(y, want, bytes), "%s shift %d: streamed y differs from the tiled variant's", name, shifts[k]);
+    memset(y, 0xff, bytes);
+    cr_assert_eq(ubg_rms_norm_bwd(ctx, dt, rows, cols, dy, x, w, rstd_want, 0, UBG_CAST_LLAMA, y, dw), UBG_OK);
+    cr_assert(!memcmp(y, dx_want, bytes), "%s shift %d: streamed dx differs from the tiled variant's", name, shifts[k]);
+    cr_assert(!memcmp(dw, dw_want, cols * es), "%s shift %d: dw differs", name, shifts[k]);
   }
   free(x), free(dy), free(w), free(out), free(want), free(dw), free(dw_want), free(rstd), free(rstd_want);
   free(ref), free(ref_r), free(dx_want);
   ubg_ctx_destroy(ctx);
+}
+Test(rms_norm_edge, streaming_stores_any_alignment, .timeout = 120 * TC_TIME_SCALE) {
+  static const int shifts[] = {0, 16, 2}; /* bytes past a 64-byte boundary: 32-, 16- and 2-byte aligned */
+  streaming_stores_case(UBG_BF16, REF_BF16, shifts);
+}
+Test(rms_norm_edge, streaming_stores_any_alignment_f32, .timeout = 120 * TC_TIME_SCALE) {
+  static const int shifts[] = {0, 16, 4}; /* a whole line, then 16- and 4-byte aligned: no line streamed */
+  streaming_stores_case(UBG_F32, REF_F32, shifts);
 }
