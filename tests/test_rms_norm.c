@@ -248,13 +248,13 @@ Test(rms_norm_edge, default_strategy_tiled) {
  * variants. Here a whole-row variant at 8.1 MiB (bf16) or 16.2 MiB (f32),
  * its output at three alignments, must match the reference and, bit for
  * bit, a tiled variant's output in a malloc'd buffer. */
-static void streaming_stores_case(ubg_dtype dt, int rdt, const int *shifts) {
+static void streaming_stores_case(int dt, const int *shifts) {
   ubg_ctx *ctx;
   cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK);
   const int64_t rows = 520, cols = 8192, n = rows * cols;
-  const size_t es = dt == UBG_F32 ? 4 : 2, bytes = (size_t)n * es;
-  const char *name = dt == UBG_F32 ? "f32" : "bf16";
-  void *x = tc_tensor(rdt, n, 0, 1, 11), *dy = tc_tensor(rdt, n, 0, 1, 12), *w = tc_tensor(rdt, cols, 1, 0.5, 13);
+  const size_t es = ref_dtype_bytes(dt), bytes = (size_t)n * es;
+  const char *name = ug_dtype_name(dt);
+  void *x = tc_tensor(dt, n, 0, 1, 11), *dy = tc_tensor(dt, n, 0, 1, 12), *w = tc_tensor(dt, cols, 1, 0.5, 13);
   void *out = malloc(bytes + 64), *want = malloc(bytes), *dw = malloc(cols * es), *dw_want = malloc(cols * es);
   void *dx_want = malloc(bytes);
   float *rstd = malloc(rows * 4), *rstd_want = malloc(rows * 4);
@@ -264,14 +264,14 @@ static void streaming_stores_case(ubg_dtype dt, int rdt, const int *shifts) {
   double *outs[9] = {0};
   char variant[64];
   outs[2] = ref, outs[3] = ref_r;
-  ref_find("rms_norm", "fwd")->fn(a, rdt, outs);
+  ref_find("rms_norm", "fwd")->fn(a, dt, outs);
   /* the tiled variant's output (malloc: a 16-byte aligned buffer) is the
    * bitwise reference, once it is within tolerance of the real one */
   snprintf(variant, sizeof variant, "rms_norm_fwd_%s_d1024_m1_t", name);
   cr_assert_eq(ubg_set_variant(ctx, "rms_norm", "fwd", variant), UBG_OK);
   cr_assert_eq(ubg_rms_norm_fwd(ctx, dt, rows, cols, x, w, 1e-6f, 0, UBG_CAST_LLAMA, want, rstd_want), UBG_OK);
   double werr;
-  cr_assert(ref_compare(want, rdt, ref, n, tol_atol[rdt], tol_rtol[rdt], &werr) < 0, "%s: tiled y off the reference",
+  cr_assert(ref_compare(want, dt, ref, n, tol_atol[dt], tol_rtol[dt], &werr) < 0, "%s: tiled y off the reference",
             name);
   snprintf(variant, sizeof variant, "rms_norm_bwd_%s_d1024_m1_t", name);
   cr_assert_eq(ubg_set_variant(ctx, "rms_norm", "bwd", variant), UBG_OK);
@@ -285,7 +285,7 @@ static void streaming_stores_case(ubg_dtype dt, int rdt, const int *shifts) {
     memset(y, 0xff, bytes);
     cr_assert_eq(ubg_rms_norm_fwd(ctx, dt, rows, cols, x, w, 1e-6f, 0, UBG_CAST_LLAMA, y, rstd), UBG_OK);
     double err;
-    int64_t bad = ref_compare(y, rdt, ref, n, tol_atol[rdt], tol_rtol[rdt], &err);
+    int64_t bad = ref_compare(y, dt, ref, n, tol_atol[dt], tol_rtol[dt], &err);
     cr_assert(bad < 0, "%s shift %d: y[%lld] off the reference", name, shifts[k], (long long)bad);
     cr_assert(!memcmp(y, want, bytes), "%s shift %d: streamed y differs from the tiled variant's", name, shifts[k]);
     memset(y, 0xff, bytes);
@@ -299,9 +299,9 @@ static void streaming_stores_case(ubg_dtype dt, int rdt, const int *shifts) {
 }
 Test(rms_norm_edge, streaming_stores_any_alignment, .timeout = 120 * TC_TIME_SCALE) {
   static const int shifts[] = {0, 16, 2}; /* bytes past a 64-byte boundary: 32-, 16- and 2-byte aligned */
-  streaming_stores_case(UBG_BF16, REF_BF16, shifts);
+  streaming_stores_case(UBG_BF16, shifts);
 }
 Test(rms_norm_edge, streaming_stores_any_alignment_f32, .timeout = 120 * TC_TIME_SCALE) {
   static const int shifts[] = {0, 16, 4}; /* a whole line, then 16- and 4-byte aligned: no line streamed */
-  streaming_stores_case(UBG_F32, REF_F32, shifts);
+  streaming_stores_case(UBG_F32, shifts);
 }
