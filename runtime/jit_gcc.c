@@ -1,14 +1,20 @@
 /* The gcc backend: a rendered kernel compiled by gcc into a shared object
  * in a disk cache, then dlopen'ed.
  *
- *   <cache>/<key>.so    the object; <key> hashes the source, the compiler's
- *   <cache>/<key>.sum   version and the flags; .sum holds the hash of .so
+ *   <cache>/<key>.so   one entry: the object, then a 32-byte trailer that
+ *                      holds a hash of the object and the key
  *
- * Both are written under temporary names and renamed, .so first: a reader
- * that finds no .sum, or a .sum that does not match the bytes of .so
- * (truncated, corrupt, or from another build racing on the same key), builds
- * again. Processes racing on one key each build and rename; the renames are
- * atomic, so every reader sees whole files.
+ * <key> hashes the source, the compiler's version, the flags and what
+ * `-march=native` resolves to on this machine (so a cache shared by
+ * different CPUs never hands one machine code for another's instructions).
+ * An entry is one file, written under a temporary name and renamed: a
+ * reader sees a whole entry or none, whichever of several processes racing
+ * on the key renamed last. A reader that finds no entry, or one whose
+ * trailer does not match its bytes (truncated, corrupt), builds again.
+ *
+ * What is loaded is what was checked: the entry is read once, checked in
+ * memory, and its object written to a private file of this process (0600,
+ * a name no other load ever had) that is dlopen'ed and unlinked at once.
  *
  * The cache directory must be owned by this user and not writable by group
  * or others (else anyone could plant code we would load): otherwise it is not
@@ -39,6 +45,9 @@ static const char *const kflags[] = {"-std=c11", "-O3", "-march=" UBGEN_JIT_MARC
                                      "-fno-math-errno", "-fPIC", "-shared", "-w", NULL};
 
 static char compiler_version[600];
+/* the compiler's own line for -march=UBGEN_JIT_MARCH: for "native", the
+ * CPU and every -m flag it resolves to here */
+static char compiler_target[8192];
 static pthread_once_t version_once = PTHREAD_ONCE_INIT;
 
 static const char *compiler(void) {
@@ -80,6 +89,23 @@ static int run(char *const argv[], char *out, size_t n) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* gcc -### prints the commands it would run: the cc1 line carries the
+ * resolved -march and -m flags (clang's "-cc1" line likewise); without one
+ * the whole answer is the key */
+static void find_target(void) {
+  char *const argv[] = {(char *)compiler(), "-march=" UBGEN_JIT_MARCH, "-###", "-E", "-x", "c", "/dev/null", NULL};
+  static char out[sizeof compiler_target];
+  if (run(argv, out, sizeof out) != 0) return;
+  const char *line = out, *cc1 = strstr(out, "cc1");
+  size_t len = strlen(out);
+  if (cc1) {
+    while (cc1 > out && cc1[-1] != '\n') cc1--;
+    line = cc1;
+    len = strcspn(line, "\n");
+  }
+  snprintf(compiler_target, sizeof compiler_target, "%.*s", (int)len, line);
+}
+
 static void find_version(void) {
   char *const argv[] = {(char *)compiler(), "-dumpfullversion", "-dumpmachine", NULL};
   char out[200];
@@ -87,6 +113,7 @@ static void find_version(void) {
     for (char *c = out; *c; c++)
       if (*c == '\n') *c = ' ';
     snprintf(compiler_version, sizeof compiler_version, "%s %s", compiler(), out);
+    find_target();
   }
 }
 
@@ -131,21 +158,43 @@ static const char *cache_dir(ubg_ctx *ctx, char *buf, size_t n, char *why, size_
   return dir;
 }
 
-static uint64_t hash2(const void *a, size_t na, const char *b, const char *c) {
-  uint64_t h = ug_fnv1a(a, na);
-  h ^= ug_fnv1a(b, strlen(b)) * 31;
-  h ^= ug_fnv1a(c, strlen(c)) * 131;
+static uint64_t fnv1a_more(uint64_t h, const void *data, size_t n) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
   return h;
+}
+
+static uint64_t key_hash(const char *src, const char *flags) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  const char *parts[] = {src, compiler_version, flags, compiler_target};
+  for (int i = 0; i < 4; i++) h = fnv1a_more(h, parts[i], strlen(parts[i]) + 1); /* the NUL separates them */
+  return h;
+}
+
+/* an entry: the object, then TRAILER_BYTES of "\nubgen-entry-v1 " and the
+ * hash of the object and the entry's file name in 16 hex digits */
+enum { TRAILER_BYTES = 32, MAX_ENTRY_BYTES = 64 << 20 };
+static const char trailer_tag[] = "\nubgen-entry-v1 ";
+
+static void make_trailer(const char *obj, size_t n, const char *base_name, char out[TRAILER_BYTES + 1]) {
+  uint64_t h = fnv1a_more(0xcbf29ce484222325ULL, obj, n);
+  h = fnv1a_more(h, base_name, strlen(base_name));
+  snprintf(out, TRAILER_BYTES + 1, "%s%016llx", trailer_tag, (unsigned long long)h);
+}
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
 }
 
 /* the bytes of a file we own, not following a symlink; NULL otherwise */
 static char *read_own(const char *path, size_t *len) {
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return NULL;
   struct stat st;
   char *buf = NULL;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 022) &&
-      st.st_size < (64 << 20)) {
+      st.st_size < MAX_ENTRY_BYTES) {
     buf = malloc((size_t)st.st_size + 1);
     size_t got = 0;
     while (buf && got < (size_t)st.st_size) {
@@ -166,28 +215,52 @@ static char *read_own(const char *path, size_t *len) {
   return buf;
 }
 
-/* loads <base>.so if <base>.sum vouches for it; 0 on success */
-static int load(const char *base, const char *name, void **handle, ubg_kernel_fn *fn) {
-  char so[4300], sum[4300];
-  snprintf(so, sizeof so, "%s.so", base);
-  snprintf(sum, sizeof sum, "%s.sum", base);
-  size_t n_so, n_sum;
-  char *bytes = read_own(so, &n_so);
-  char *want = read_own(sum, &n_sum);
-  int ok = bytes && want && n_sum >= 16;
-  if (ok) {
-    char got[32];
-    snprintf(got, sizeof got, "%016llx", (unsigned long long)ug_fnv1a(bytes, n_so));
-    ok = memcmp(got, want, 16) == 0;
+static int write_all(int fd, const void *data, size_t n) {
+  const char *p = data;
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    p += w;
+    n -= (size_t)w;
   }
-  free(bytes);
-  free(want);
-  if (!ok) return -1;
-  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  if (!h) return -1;
+  return 0;
+}
+
+/* Loads the object obj[0, n) through a private file of this process: a
+ * name never used before in it (pid and a counter), so dlopen cannot hand
+ * back another object it loaded under that name; unlinked once loaded. */
+static int load_object(const char *dir, const char *obj, size_t n, const char *name, void **handle, ubg_kernel_fn *fn,
+                       char *why, size_t nwhy) {
+  static _Atomic unsigned long loads;
+  char path[4300];
+  snprintf(path, sizeof path, "%s/load-%ld-%lu.so", dir, (long)getpid(), (unsigned long)++loads);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    snprintf(why, nwhy, "cannot create %s: %s", path, strerror(errno));
+    return -1;
+  }
+  int bad = write_all(fd, obj, n);
+  int e = errno;
+  if (close(fd) < 0 && !bad) bad = -1, e = errno;
+  if (bad) {
+    unlink(path);
+    snprintf(why, nwhy, "cannot write %s: %s", path, strerror(e));
+    return -1;
+  }
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  unlink(path);
+  if (!h) {
+    const char *err = dlerror();
+    snprintf(why, nwhy, "dlopen: %s", err ? err : "failed");
+    return -1;
+  }
   void *sym = dlsym(h, name);
   if (!sym) {
     dlclose(h);
+    snprintf(why, nwhy, "it has no function %s", name);
     return -1;
   }
   *handle = h;
@@ -195,23 +268,30 @@ static int load(const char *base, const char *name, void **handle, ubg_kernel_fn
   return 0;
 }
 
+/* loads the entry at path if its trailer vouches for it; 0 on success */
+static int load_entry(const char *dir, const char *path, const char *name, void **handle, ubg_kernel_fn *fn) {
+  size_t n;
+  char *bytes = read_own(path, &n), want[TRAILER_BYTES + 1], why[600];
+  int ok = bytes && n > TRAILER_BYTES;
+  if (ok) {
+    make_trailer(bytes, n - TRAILER_BYTES, base_name(path), want);
+    ok = memcmp(bytes + n - TRAILER_BYTES, want, TRAILER_BYTES) == 0;
+  }
+  ok = ok && load_object(dir, bytes, n - TRAILER_BYTES, name, handle, fn, why, sizeof why) == 0;
+  free(bytes);
+  return ok ? 0 : -1;
+}
+
 static int write_temp(const char *dir, const char *suffix, const void *data, size_t n, char *path, size_t pn) {
   snprintf(path, pn, "%s/tmp.XXXXXX%s", dir, suffix);
-  int fd = mkstemps(path, (int)strlen(suffix));
+  int fd = mkostemps(path, (int)strlen(suffix), O_CLOEXEC);
   if (fd < 0) return -1;
-  const char *p = data;
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      close(fd);
-      unlink(path);
-      return -1;
-    }
-    p += w;
-    n -= (size_t)w;
+  if (write_all(fd, data, n) < 0 || fchmod(fd, 0600) < 0) {
+    close(fd);
+    unlink(path);
+    return -1;
   }
-  if (fchmod(fd, 0600) < 0 || close(fd) < 0) {
+  if (close(fd) < 0) {
     unlink(path);
     return -1;
   }
@@ -240,14 +320,14 @@ ubg_status rt_gcc_get(ubg_ctx *ctx, const char *name, const char *src, int compi
     strncat(flags, kflags[i], sizeof flags - strlen(flags) - 2);
     strncat(flags, " ", sizeof flags - strlen(flags) - 1);
   }
-  char base[4200];
-  snprintf(base, sizeof base, "%s/%016llx%016llx", dir, (unsigned long long)hash2(src, strlen(src), compiler_version, flags),
+  char entry[4200];
+  snprintf(entry, sizeof entry, "%s/%016llx%016llx.so", dir, (unsigned long long)key_hash(src, flags),
            (unsigned long long)ug_fnv1a(name, strlen(name)));
-  if (load(base, name, handle, fn) == 0) return UBG_OK;
+  if (load_entry(dir, entry, name, handle, fn) == 0) return UBG_OK;
   if (!compile) return UBG_ENOTFOUND;
 
-  /* build: source and object under temporary names, then rename */
-  char csrc[4200], tmp_so[4200], tmp_sum[4200];
+  /* build: source and object under temporary names */
+  char csrc[4200], tmp_so[4200], tmp_entry[4200];
   if (write_temp(dir, ".c", src, strlen(src), csrc, sizeof csrc) < 0)
     return rt_fail(ctx, UBG_EIO, "gcc backend: cannot write a source file in %s: %s", dir, strerror(errno));
   snprintf(tmp_so, sizeof tmp_so, "%.*s.so", (int)(strlen(csrc) - 2), csrc);
@@ -268,26 +348,28 @@ ubg_status rt_gcc_get(ubg_ctx *ctx, const char *name, const char *src, int compi
     return rt_fail(ctx, UBG_ECOMPILE, "gcc could not compile %s (exit %d): %.1500s", name, rc, out);
   }
   size_t n;
-  char *bytes = read_own(tmp_so, &n);
-  if (!bytes) {
-    unlink(tmp_so);
+  char *obj = read_own(tmp_so, &n);
+  unlink(tmp_so);
+  char *whole = obj ? malloc(n + TRAILER_BYTES + 1) : NULL;
+  if (!whole) {
+    free(obj);
     return rt_fail(ctx, UBG_EIO, "gcc backend: cannot read back %s", tmp_so);
   }
-  char sum[32];
-  snprintf(sum, sizeof sum, "%016llx\n", (unsigned long long)ug_fnv1a(bytes, n));
-  free(bytes);
-  char final_so[4300], final_sum[4300];
-  snprintf(final_so, sizeof final_so, "%s.so", base);
-  snprintf(final_sum, sizeof final_sum, "%s.sum", base);
-  if (write_temp(dir, ".sum", sum, strlen(sum), tmp_sum, sizeof tmp_sum) < 0 || rename(tmp_so, final_so) < 0 ||
-      rename(tmp_sum, final_sum) < 0) {
+  /* the entry, object and trailer, into place in one rename */
+  memcpy(whole, obj, n);
+  make_trailer(obj, n, base_name(entry), whole + n);
+  free(obj);
+  if (write_temp(dir, ".entry", whole, n + TRAILER_BYTES, tmp_entry, sizeof tmp_entry) < 0 ||
+      rename(tmp_entry, entry) < 0) {
     int e = errno;
-    unlink(tmp_so);
-    unlink(tmp_sum);
+    unlink(tmp_entry);
+    free(whole);
     return rt_fail(ctx, UBG_EIO, "gcc backend: cannot store %s in %s: %s", name, dir, strerror(e));
   }
-  if (load(base, name, handle, fn) < 0)
-    return rt_fail(ctx, UBG_ECOMPILE, "gcc backend: %s was built but does not load: %s", name, dlerror());
+  /* the object this process built, whoever's entry is in place now */
+  rc = load_object(dir, whole, n, name, handle, fn, why, sizeof why);
+  free(whole);
+  if (rc < 0) return rt_fail(ctx, UBG_ECOMPILE, "gcc backend: %s was built but does not load: %s", name, why);
   return UBG_OK;
 }
 
