@@ -13,6 +13,8 @@
 #include "strategy.h"
 #include "tuned.h"
 
+static const ug_kernel *set_kernel(const char *name, const void *set) { return ug_specset_find(set, name); }
+
 static json_t *layout_json(const ug_variant *v) {
   json_t *arr = json_array();
   const ug_pass *p = v->pass;
@@ -91,6 +93,10 @@ int cmd_plan(int argc, char **argv) {
       fprintf(stderr, "ubgen: warning: tuning DB %s: ignored\n", warn);
       snprintf(tuned_why, sizeof tuned_why, "the tuning DB is unusable (warning above)");
     } else if (lr == 0) {
+      int dropped = ug_tuned_drop_foreign(&db, set_kernel, &set, warn, sizeof warn);
+      if (dropped > 0)
+        fprintf(stderr, "ubgen: warning: tuning DB %s: %d %s ignored: %s\n", db_path, dropped,
+                dropped == 1 ? "entry" : "entries", warn);
       int ti = -1;
       int t = ug_tuned_choice(&db, p, dtype, vs, nv, env, o.budget.ub_bytes, usable, &ti, tuned_why, sizeof tuned_why, &d);
       if (t < 0) {

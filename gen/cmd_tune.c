@@ -420,12 +420,13 @@ int cmd_tune(int argc, char **argv) {
   }
   ug_tunedb db = {0};
   ug_tune_cpu_name(db.cpu, sizeof db.cpu);
-  char path[4096], err[1024], warn[1024] = "";
+  char path[4096], err[1024];
   /* --db, else $UBGEN_TUNING_DB, else where the runtime looks; refused
-   * before the sweep if it holds another machine's timings */
+   * before the sweep if the save could not succeed (not a DB this version
+   * reads, another machine's timings, its lock or directory unusable) */
   ug_tunedb_default_path(o.db ? o.db : getenv("UBGEN_TUNING_DB"), getenv("UBGEN_CACHE_DIR"), path, sizeof path);
-  if (ug_tunedb_other_cpu(path, db.cpu, err, sizeof err) != 0) {
-    cli_error("tune: %s", err);
+  if (ug_tunedb_check_target(path, db.cpu, err, sizeof err) != 0) {
+    cli_error("tune: %s; nothing tuned", err);
     ubg_ctx_destroy(ctx);
     ug_specset_free(&set);
     return EXIT_USAGE;
@@ -455,12 +456,12 @@ int cmd_tune(int argc, char **argv) {
     fprintf(out, "\nshard %d/%d: %d of the sweep's %d units (pass, dtype, shape)\n", o.shard_i, o.shard_n, T.taken,
             T.units);
   if (rc == EXIT_OK && db.n) {
-    if (ug_tunedb_merge_save(path, &db, err, sizeof err, warn, sizeof warn) < 0) {
+    int saved = ug_tunedb_merge_save(path, &db, err, sizeof err);
+    if (saved < 0) {
       cli_error("tune: %s", err);
-      rc = EXIT_FAILED;
+      rc = saved == -2 ? EXIT_USAGE : EXIT_FAILED;
     } else {
-      if (warn[0]) fprintf(stderr, "ubgen: warning: the old tuning DB %s: replaced\n", warn);
-      fprintf(out, "\n%d entries merged into %s\n", db.n, path);
+      fprintf(out, "\n%d %s merged into %s\n", db.n, db.n == 1 ? "entry" : "entries", path);
     }
   }
   if (rc == EXIT_OK && T.svg && svg.n) {

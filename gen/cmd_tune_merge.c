@@ -45,6 +45,13 @@ int cmd_tune_merge(int argc, char **argv) {
   }
   ug_tunedb all = {0};
   int rc = EXIT_OK, replaced = 0;
+  char err[1024];
+  /* OUT must take the merge: checked before the inputs are read (its CPU
+   * again below, against theirs) */
+  if (ug_tunedb_check_target(out, "", err, sizeof err) != 0) {
+    cli_error("tune merge: %s; nothing written", err);
+    return EXIT_USAGE;
+  }
   const char *cpu_from = NULL;
   for (int f = 0; f < nin && rc == EXIT_OK; f++) {
     struct stat st;
@@ -72,7 +79,9 @@ int cmd_tune_merge(int argc, char **argv) {
     }
     for (int i = 0; i < part.n && rc == EXIT_OK; i++) {
       const ug_tune_entry *e = &part.e[i];
-      replaced += ug_tunedb_find(&all, e->kernel, e->pass, e->dtype, e->nshape, e->shape, e->ub_bytes) != NULL;
+      const char *names[UG_TUNE_MAX_SHAPE];
+      for (int k = 0; k < e->nshape; k++) names[k] = e->shape_names[k];
+      replaced += ug_tunedb_find(&all, e->kernel, e->pass, e->dtype, e->nshape, names, e->shape, e->ub_bytes) != NULL;
       if (ug_tunedb_put(&all, e) < 0) {
         cli_error("tune merge: out of memory");
         rc = EXIT_FAILED;
@@ -81,17 +90,15 @@ int cmd_tune_merge(int argc, char **argv) {
     ug_tunedb_free(&part);
   }
   if (rc == EXIT_OK) {
-    char err[1024], warn[1024];
-    int saved = ug_tunedb_merge_save(out, &all, err, sizeof err, warn, sizeof warn);
-    if (saved == -2) { /* OUT is another machine's: bad input, like a foreign input */
+    int saved = ug_tunedb_merge_save(out, &all, err, sizeof err);
+    if (saved == -2) { /* OUT is another machine's, or no DB: bad input, like a foreign input */
       cli_error("tune merge: %s; nothing written", err);
       rc = EXIT_USAGE;
     } else if (saved < 0) {
       cli_error("tune merge: %s", err);
       rc = EXIT_FAILED;
     } else {
-      if (warn[0]) fprintf(stderr, "ubgen: warning: the old tuning DB %s: replaced\n", warn);
-      printf("%d entries from %d DBs merged into %s", all.n, nin, out);
+      printf("%d %s from %d DBs merged into %s", all.n, all.n == 1 ? "entry" : "entries", nin, out);
       if (replaced) printf(" (%d keys in more than one input: the later input's entry kept)", replaced);
       printf("\n");
     }

@@ -8,24 +8,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-char *ug_read_file(const char *path, size_t max_bytes, size_t *len, ug_diag *d) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+/* O_NONBLOCK: a FIFO (or a device) at the path cannot hang the open
+ * before fstat refuses it; for a regular file the flag changes nothing */
+static int open_regular(const char *path, size_t max_bytes, ug_diag *d) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     ug_fail(d, path, (ug_loc){0, 0}, "cannot open: %s", strerror(errno));
-    return NULL;
+    return -1;
   }
   struct stat st;
   if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
     close(fd);
     ug_fail(d, path, (ug_loc){0, 0}, "not a regular file");
-    return NULL;
+    return -1;
   }
   if ((size_t)st.st_size > max_bytes) {
     close(fd);
     ug_fail(d, path, (ug_loc){0, 0}, "larger than %zu bytes", max_bytes);
-    return NULL;
+    return -1;
   }
-  size_t cap = (size_t)st.st_size + 1, n = 0;
+  return fd;
+}
+
+/* the whole of fd (closed here), NUL-terminated */
+static char *read_all(int fd, const char *path, size_t max_bytes, size_t *len, ug_diag *d) {
+  struct stat st;
+  size_t cap = (fstat(fd, &st) == 0 ? (size_t)st.st_size : 0) + 1, n = 0;
   char *buf = malloc(cap);
   if (!buf) {
     close(fd);
@@ -65,6 +73,50 @@ char *ug_read_file(const char *path, size_t max_bytes, size_t *len, ug_diag *d) 
   buf[n] = '\0';
   if (len) *len = n;
   return buf;
+}
+
+char *ug_read_file(const char *path, size_t max_bytes, size_t *len, ug_diag *d) {
+  int fd = open_regular(path, max_bytes, d);
+  return fd < 0 ? NULL : read_all(fd, path, max_bytes, len, d);
+}
+
+/* 0 when the file open at fd lies inside the directory that path names it
+ * in (its dirname), both resolved; what was opened is asked of /proc, so a
+ * link swapped after the open cannot fool the check */
+static int check_within(int fd, const char *path, ug_diag *d) {
+  char dir[4096], link[64];
+  if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return ug_fail(d, path, (ug_loc){0, 0}, "path too long");
+  char *slash = strrchr(dir, '/');
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else slash[slash == dir] = '\0'; /* keep "/" itself */
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  char *real_dir = realpath(dir, NULL), *real_file = realpath(link, NULL);
+  if (!real_file) real_file = realpath(path, NULL);
+  int rc = 0;
+  if (!real_dir || !real_file) {
+    rc = ug_fail(d, path, (ug_loc){0, 0}, "cannot resolve the path: %s", strerror(errno));
+  } else {
+    size_t n = strlen(real_dir);
+    bool inside = strncmp(real_file, real_dir, n) == 0 && (real_file[n] == '/' || (n == 1 && real_dir[0] == '/'));
+    if (!inside)
+      rc = ug_fail(d, path, (ug_loc){0, 0},
+                   "resolves to %s, outside its directory %s (a symbolic link?): specs and templates are read only "
+                   "from the directory that holds them",
+                   real_file, real_dir);
+  }
+  free(real_dir);
+  free(real_file);
+  return rc;
+}
+
+char *ug_read_file_within(const char *path, size_t max_bytes, size_t *len, ug_diag *d) {
+  int fd = open_regular(path, max_bytes, d);
+  if (fd < 0) return NULL;
+  if (check_within(fd, path, d) < 0) {
+    close(fd);
+    return NULL;
+  }
+  return read_all(fd, path, max_bytes, len, d);
 }
 
 int ug_write_atomic(const char *path, const void *data, size_t len, ug_diag *d) {

@@ -11,6 +11,10 @@
 /* NUL-terminated; *len (when not NULL) excludes the NUL. max_bytes bounds
  * what will be read. */
 char *ug_read_file(const char *path, size_t max_bytes, size_t *len, ug_diag *d);
+/* ug_read_file for a spec or a template: also refused when the file
+ * resolves (through symbolic links) outside the directory that path names
+ * it in, so a link there cannot make ubgen read an arbitrary file. */
+char *ug_read_file_within(const char *path, size_t max_bytes, size_t *len, ug_diag *d);
 /* Writes path atomically with mode 0644 (umask applies). */
 int ug_write_atomic(const char *path, const void *data, size_t len, ug_diag *d);
 /* true when path holds exactly data */

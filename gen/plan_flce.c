@@ -75,7 +75,8 @@ static int parse_shape(cli_opts *o, int64_t v[3]) {
   return rc;
 }
 
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* ceil(a / b) for a >= 0, b >= 1, without forming a + b - 1 */
+static int64_t cdiv(int64_t a, int64_t b) { return a == 0 ? 0 : (a - 1) / b + 1; }
 
 /* why the chunk is not the tuned one (source is not "tuned") */
 static void not_tuned(const ubg_ctx *ctx, const rt_flce_choice *ch, const char *db_path, int db_load,
@@ -103,7 +104,8 @@ static void not_tuned(const ubg_ctx *ctx, const rt_flce_choice *ch, const char *
       }
     }
   } else if (ch->entry_chunk < 1) {
-    snprintf(why, n, "the tuning entry for bucket %s names \"%s\", which is not chunk=N or chunk=N,gemm=openblas",
+    snprintf(why, n, "the tuning entry for bucket %s names \"%s\", which is not chunk=N or chunk=N,gemm=openblas "
+             "(N in plain decimal, 1 to 2^30)",
              bucket, ch->entry->variant);
   } else {
     snprintf(why, n, "UBGEN_FLCE_CHUNK wins over the tuning DB's %s for bucket %s", ch->entry->variant, bucket);

@@ -14,7 +14,7 @@
  * file without a word. */
 static char *read_template(const char *path, ug_diag *d) {
   size_t len;
-  char *text = ug_read_file(path, 4u << 20, &len, d);
+  char *text = ug_read_file_within(path, 4u << 20, &len, d);
   const char *nul = text ? memchr(text, '\0', len) : NULL;
   if (!nul) return text;
   ug_loc at = {1, 1};

@@ -1093,7 +1093,7 @@ fail:
 ug_kernel *ug_spec_load_file(const char *path, ug_diag *d) {
   ug_diag_clear(d);
   size_t len;
-  char *buf = ug_read_file(path, 64u << 20, &len, d);
+  char *buf = ug_read_file_within(path, 64u << 20, &len, d);
   if (!buf) return NULL;
   char dir[1024];
   snprintf(dir, sizeof dir, "%s", path);

@@ -27,7 +27,8 @@ int ug_tuned_choice(const ug_tunedb *db, const ug_pass *p, int dtype, const ug_v
   char st[256];
   shape_text(p, shape, n, st, sizeof st);
   const ug_tune_entry *e =
-      db ? ug_tunedb_find(db, p->kernel->name, p->name, dtype, n, shape, ub_bytes) : NULL;
+      db ? ug_tunedb_find(db, p->kernel->name, p->name, dtype, n, (const char *const *)p->kernel->shape, shape, ub_bytes)
+         : NULL;
   if (!e) {
     snprintf(why, nwhy, "no tuning entry for bucket %s, ub_bytes %lld", st, (long long)ub_bytes);
     return 0;
@@ -53,4 +54,46 @@ int ug_tuned_choice(const ug_tunedb *db, const ug_pass *p, int dtype, const ug_v
   }
   snprintf(why, nwhy, "the tuning entry for bucket %s names %s, which this spec does not have", st, e->variant);
   return 0;
+}
+
+typedef struct {
+  ug_kernel_lookup find;
+  const void *arg;
+  int dropped;
+  char *warn;
+  size_t nwarn;
+} foreign;
+
+/* an entry whose kernel is known must name that kernel's shape values */
+static bool names_match(const ug_tune_entry *e, void *arg) {
+  foreign *f = arg;
+  const ug_kernel *k = f->find(e->kernel, f->arg);
+  if (!k) return true;
+  bool ok = e->nshape == (k->nshape < UG_TUNE_MAX_SHAPE ? k->nshape : UG_TUNE_MAX_SHAPE);
+  for (int i = 0; ok && i < e->nshape; i++) {
+    bool found = false;
+    for (int j = 0; j < k->nshape && !found; j++) found = !strncmp(e->shape_names[i], k->shape[j], sizeof e->shape_names[i]);
+    ok = found;
+  }
+  if (ok) return true;
+  if (f->dropped++ == 0) {
+    char have[300] = "", want[300] = "";
+    for (int i = 0; i < e->nshape; i++) {
+      size_t l = strlen(have);
+      snprintf(have + l, sizeof have - l, "%s%.*s", i ? ", " : "", (int)sizeof e->shape_names[i], e->shape_names[i]);
+    }
+    for (int j = 0; j < k->nshape; j++) {
+      size_t l = strlen(want);
+      snprintf(want + l, sizeof want - l, "%s%s", j ? ", " : "", k->shape[j]);
+    }
+    snprintf(f->warn, f->nwarn, "an entry of %.64s.%.64s has shape {%s}, not the kernel's {%s}", e->kernel, e->pass,
+             have, want);
+  }
+  return false;
+}
+
+int ug_tuned_drop_foreign(ug_tunedb *db, ug_kernel_lookup find, const void *arg, char *warn, size_t nwarn) {
+  foreign f = {find, arg, 0, warn, nwarn};
+  if (nwarn) warn[0] = '\0';
+  return ug_tunedb_keep_if(db, names_match, &f);
 }

@@ -6,6 +6,7 @@
 #ifndef UG_TUNED_H
 #define UG_TUNED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "diag.h"
@@ -22,5 +23,14 @@ int ug_tuned_shape(const ug_pass *p, const int64_t *env, int64_t *shape);
  * -1: an expression failed (d). env is left bound to the returned variant. */
 int ug_tuned_choice(const ug_tunedb *db, const ug_pass *p, int dtype, const ug_variant *vs, int nv, int64_t *env,
                     int64_t ub_bytes, int64_t usable, int *index, char *why, size_t nwhy, ug_diag *d);
+
+/* the kernel named name, or NULL when there is none */
+typedef const ug_kernel *(*ug_kernel_lookup)(const char *name, const void *arg);
+
+/* Drops the entries of a known kernel whose shape names are not exactly
+ * that kernel's (a DB written for another spec, or edited by hand): such
+ * an entry would never serve its own shape. The number dropped (warn
+ * describes the first), or -1 out of memory. */
+int ug_tuned_drop_foreign(ug_tunedb *db, ug_kernel_lookup find, const void *arg, char *warn, size_t nwarn);
 
 #endif

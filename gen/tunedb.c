@@ -41,51 +41,164 @@ int64_t ug_tune_bucket(int64_t v) {
 /* the fixed buffers may come from a caller unterminated: compare within them */
 #define SAME(a, b, f) (strncmp((a)->f, (b)->f, sizeof (a)->f) == 0)
 
+static uint64_t fnv(uint64_t h, const void *data, size_t n) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return x;
+}
+
+/* The key's hash. A shape is a set of (name, value) pairs: their hashes
+ * are summed, so the order a file lists them in does not matter. */
+static uint64_t key_hash(const char *kernel, size_t nk, const char *pass, size_t np, int dtype, int nshape,
+                         const char *const *names, size_t name_size, const int64_t *shape, int64_t ub_bytes) {
+  uint64_t h = fnv(0xcbf29ce484222325ULL, kernel, strnlen(kernel, nk));
+  h = fnv(h, "", 1);
+  h = fnv(h, pass, strnlen(pass, np));
+  h = mix(h ^ (uint64_t)dtype) ^ mix((uint64_t)ub_bytes * 31 + (uint64_t)nshape);
+  uint64_t sh = 0;
+  for (int i = 0; i < nshape; i++)
+    sh += mix(fnv(0xcbf29ce484222325ULL, names[i], strnlen(names[i], name_size)) ^ mix((uint64_t)shape[i]));
+  return mix(h + sh);
+}
+
+static uint64_t entry_hash(const ug_tune_entry *e) {
+  const char *names[UG_TUNE_MAX_SHAPE];
+  for (int i = 0; i < e->nshape; i++) names[i] = e->shape_names[i];
+  return key_hash(e->kernel, sizeof e->kernel, e->pass, sizeof e->pass, e->dtype, e->nshape, names,
+                  sizeof e->shape_names[0], e->shape, e->ub_bytes);
+}
+
+/* the value of shape name in e, by name; false when e has no such name */
+static bool shape_value(const ug_tune_entry *e, const char *name, size_t name_size, int64_t *v) {
+  for (int i = 0; i < e->nshape; i++)
+    if (strncmp(e->shape_names[i], name, name_size < sizeof e->shape_names[0] ? name_size : sizeof e->shape_names[0]) ==
+        0) {
+      *v = e->shape[i];
+      return true;
+    }
+  return false;
+}
+
 static bool same_key(const ug_tune_entry *a, const ug_tune_entry *b) {
   if (!SAME(a, b, kernel) || !SAME(a, b, pass) || a->dtype != b->dtype || a->nshape != b->nshape ||
       a->ub_bytes != b->ub_bytes)
     return false;
-  for (int i = 0; i < a->nshape; i++)
-    if (a->shape[i] != b->shape[i] || !SAME(a, b, shape_names[i])) return false;
+  for (int i = 0; i < a->nshape; i++) {
+    int64_t v;
+    if (!shape_value(b, a->shape_names[i], sizeof a->shape_names[i], &v) || v != a->shape[i]) return false;
+  }
   return true;
 }
 
-/* -1 also for an nshape outside 0..UG_TUNE_MAX_SHAPE: such an entry has no key */
+/* ---- the index: open addressing over entry numbers, at most half full */
+
+static void index_insert(ug_tunedb *db, int i, uint64_t h) {
+  size_t mask = (size_t)db->nslots - 1, at = (size_t)h & mask;
+  while (db->slots[at] >= 0) at = (at + 1) & mask;
+  db->slots[at] = i;
+}
+
+static int index_rebuild(ug_tunedb *db, int nslots) {
+  int *slots = malloc((size_t)nslots * sizeof *slots);
+  if (!slots) return -1;
+  free(db->slots);
+  db->slots = slots;
+  db->nslots = nslots;
+  for (int k = 0; k < nslots; k++) db->slots[k] = -1;
+  for (int i = 0; i < db->n; i++) index_insert(db, i, entry_hash(&db->e[i]));
+  return 0;
+}
+
+static int find_index(const ug_tunedb *db, const ug_tune_entry *e, uint64_t h) {
+  if (!db->nslots) return -1;
+  size_t mask = (size_t)db->nslots - 1;
+  for (size_t at = (size_t)h & mask; db->slots[at] >= 0; at = (at + 1) & mask)
+    if (same_key(&db->e[db->slots[at]], e)) return db->slots[at];
+  return -1;
+}
+
+/* room for n entries and their index, so a load allocates once */
+static int reserve(ug_tunedb *db, size_t n) {
+  if (n > (1u << 26)) return -1;
+  if ((int)n > db->cap) {
+    ug_tune_entry *ne = realloc(db->e, n * sizeof *ne);
+    if (!ne) return -1;
+    db->e = ne;
+    db->cap = (int)n;
+  }
+  int slots = 32;
+  while (slots < 2 * (int)n) slots *= 2;
+  return slots > db->nslots ? index_rebuild(db, slots) : 0;
+}
+
+/* -1 also for an nshape outside 0..UG_TUNE_MAX_SHAPE, or a shape name given
+ * twice: such an entry has no key */
 int ug_tunedb_put(ug_tunedb *db, const ug_tune_entry *e) {
   if (e->nshape < 0 || e->nshape > UG_TUNE_MAX_SHAPE) return -1;
-  for (int i = 0; i < db->n; i++)
-    if (same_key(&db->e[i], e)) {
-      db->e[i] = *e;
-      return 0;
-    }
+  for (int i = 0; i < e->nshape; i++)
+    for (int j = i + 1; j < e->nshape; j++)
+      if (!strncmp(e->shape_names[i], e->shape_names[j], sizeof e->shape_names[0])) return -1;
+  const uint64_t h = entry_hash(e);
+  int i = find_index(db, e, h);
+  if (i >= 0) {
+    db->e[i] = *e;
+    return 0;
+  }
   if (db->n == db->cap) {
-    if (db->cap > (1 << 28)) return -1;
+    if (db->cap > (1 << 26)) return -1;
     int cap = db->cap ? db->cap * 2 : 16;
     ug_tune_entry *ne = realloc(db->e, (size_t)cap * sizeof *ne);
     if (!ne) return -1;
     db->e = ne;
     db->cap = cap;
   }
-  db->e[db->n++] = *e;
+  if (2 * (db->n + 1) > db->nslots && index_rebuild(db, db->nslots ? 2 * db->nslots : 32) < 0) return -1;
+  db->e[db->n] = *e;
+  index_insert(db, db->n, h);
+  db->n++;
   return 0;
 }
 
 const ug_tune_entry *ug_tunedb_find(const ug_tunedb *db, const char *kernel, const char *pass, int dtype, int nshape,
-                                    const int64_t *shape, int64_t ub_bytes) {
-  for (int i = 0; i < db->n; i++) {
-    const ug_tune_entry *e = &db->e[i];
-    if (e->dtype != dtype || e->nshape != nshape || e->ub_bytes != ub_bytes ||
-        strncmp(e->kernel, kernel, sizeof e->kernel) != 0 || strncmp(e->pass, pass, sizeof e->pass) != 0)
-      continue;
-    int k = 0;
-    while (k < nshape && e->shape[k] == shape[k]) k++;
-    if (k == nshape) return e;
+                                    const char *const *names, const int64_t *shape, int64_t ub_bytes) {
+  if (nshape < 0 || nshape > UG_TUNE_MAX_SHAPE || !db->nslots) return NULL;
+  ug_tune_entry key;
+  memset(&key, 0, sizeof key);
+  snprintf(key.kernel, sizeof key.kernel, "%s", kernel);
+  snprintf(key.pass, sizeof key.pass, "%s", pass);
+  key.dtype = dtype;
+  key.nshape = nshape;
+  key.ub_bytes = ub_bytes;
+  for (int i = 0; i < nshape; i++) {
+    if (strlen(names[i]) >= sizeof key.shape_names[i]) return NULL;
+    snprintf(key.shape_names[i], sizeof key.shape_names[i], "%s", names[i]);
+    key.shape[i] = shape[i];
   }
-  return NULL;
+  if (strlen(kernel) >= sizeof key.kernel || strlen(pass) >= sizeof key.pass) return NULL;
+  int i = find_index(db, &key, entry_hash(&key));
+  return i < 0 ? NULL : &db->e[i];
+}
+
+int ug_tunedb_keep_if(ug_tunedb *db, bool (*keep)(const ug_tune_entry *e, void *arg), void *arg) {
+  int kept = 0;
+  for (int i = 0; i < db->n; i++)
+    if (keep(&db->e[i], arg)) db->e[kept++] = db->e[i];
+  int dropped = db->n - kept;
+  db->n = kept;
+  if (dropped && db->nslots && index_rebuild(db, db->nslots) < 0) return -1;
+  return dropped;
 }
 
 void ug_tunedb_free(ug_tunedb *db) {
   free(db->e);
+  free(db->slots);
   memset(db, 0, sizeof *db);
 }
 
@@ -189,6 +302,7 @@ static int read_db(const json_t *root, ug_tunedb *db, char *why, size_t nwhy) {
     return say(why, nwhy, "\"cpu\" is not a string of under %zu bytes", sizeof db->cpu), 1;
   const json_t *ents = json_object_get(root, "entries");
   if (!json_is_array(ents)) return say(why, nwhy, "\"entries\" is missing or not an array"), 1;
+  if (reserve(db, json_array_size(ents)) < 0) return say(why, nwhy, "out of memory"), -1;
   for (size_t i = 0; i < json_array_size(ents); i++) {
     ug_tune_entry e;
     if (!read_entry(json_array_get(ents, i), &e, why, nwhy, (int)i)) return 1;
@@ -222,9 +336,26 @@ int ug_tunedb_load(const char *path, ug_tunedb *db, char *warn, size_t nwarn) {
         "writable by its owner only", path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777), (unsigned)geteuid());
     return 1;
   }
-  json_error_t je;
-  json_t *root = json_loadfd(fd, 0, &je);
+  /* read whole, then parsed: json_loadfd reads a few bytes per system call */
+  char *text = malloc((size_t)st.st_size + 1);
+  size_t got = 0;
+  while (text && got < (size_t)st.st_size) {
+    ssize_t r = read(fd, text + got, (size_t)st.st_size - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  int read_errno = errno;
   close(fd);
+  if (!text) return say(warn, nwarn, "%s: out of memory", path), -1;
+  if (got != (size_t)st.st_size) {
+    free(text);
+    say(warn, nwarn, "%s: %s", path, read_errno ? strerror(read_errno) : "the file shrank while it was read");
+    return 1;
+  }
+  json_error_t je;
+  json_t *root = json_loadb(text, got, 0, &je);
+  free(text);
   if (!root) {
     say(warn, nwarn, "%s:%d:%d: %s", path, je.line, je.column, je.text);
     return json_error_code(&je) == json_error_out_of_memory ? -1 : 1;
@@ -345,28 +476,62 @@ static bool other_cpu(const char *path, const char *have, const char *want, char
   return true;
 }
 
-int ug_tunedb_other_cpu(const char *path, const char *cpu, char *why, size_t nwhy) {
+/* what a save would merge into: 0 with *old loaded (empty when there is no
+ * file), -2 when the file is not a DB this version reads or holds another
+ * CPU's timings (err says which; never overwritten), -1 out of memory */
+static int load_target(const char *path, const char *cpu, ug_tunedb *old, char *err, size_t nerr) {
+  char why[1024];
+  int rc = ug_tunedb_load(path, old, why, sizeof why);
+  if (rc < 0) return say(err, nerr, "%s: out of memory", path), -1;
+  if (rc == 1)
+    return say(err, nerr, "%s is not a tuning DB this ubgen can read, so it is not overwritten (%s); give another "
+               "--db, or move that file away", path, why), -2;
+  if (other_cpu(path, old->cpu, cpu, err, nerr)) {
+    ug_tunedb_free(old);
+    return -2;
+  }
+  return 0;
+}
+
+static void dir_of(const char *path, char *dir, size_t n) {
+  snprintf(dir, n, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash) snprintf(dir, n, ".");
+  else slash[slash == dir] = '\0';
+}
+
+int ug_tunedb_check_target(const char *path, const char *cpu, char *err, size_t nerr) {
+  say(err, nerr, "");
+  char dir[PATH_BYTES], lock[PATH_BYTES];
+  if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock) return say(err, nerr, "%s: path too long", path), -2;
+  dir_of(path, dir, sizeof dir);
+  struct stat st;
+  if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+    return say(err, nerr, "%s: the directory %s does not exist", path, dir), -2;
+  if (access(dir, W_OK | X_OK) < 0)
+    return say(err, nerr, "%s: cannot write in the directory %s: %s", path, dir, strerror(errno)), -2;
+  int lfd = open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (lfd >= 0) {
+    bool regular = fstat(lfd, &st) == 0 && S_ISREG(st.st_mode);
+    close(lfd);
+    if (!regular) return say(err, nerr, "%s: not a regular file, so it cannot be the DB's lock", lock), -2;
+  } else if (errno != ENOENT) {
+    return say(err, nerr, "%s: cannot open the DB's lock: %s", lock, errno == ELOOP ? "a symbolic link" : strerror(errno)),
+           -2;
+  }
   ug_tunedb old;
-  char warn[1024];
-  say(why, nwhy, "");
-  int rc = ug_tunedb_load(path, &old, warn, sizeof warn);
-  if (rc < 0) return say(why, nwhy, "%s: out of memory", path), -1;
-  rc = rc == 0 && other_cpu(path, old.cpu, cpu, why, nwhy);
-  ug_tunedb_free(&old);
+  int rc = load_target(path, cpu, &old, err, nerr);
+  if (rc == 0) ug_tunedb_free(&old);
   return rc;
 }
 
 /* merged := the file's entries, then db's (db wins); the file's cpu unless db
- * names one, and then they must agree (-2 when not) */
-static int merge_and_write(const char *path, const ug_tunedb *db, char *err, size_t nerr, char *warn, size_t nwarn) {
+ * names one, and then they must agree */
+static int merge_and_write(const char *path, const ug_tunedb *db, char *err, size_t nerr) {
   ug_tunedb merged;
-  if (ug_tunedb_load(path, &merged, warn, nwarn) < 0) return say(err, nerr, "%s: out of memory", path), -1;
-  if (other_cpu(path, merged.cpu, db->cpu, err, nerr)) {
-    ug_tunedb_free(&merged);
-    return -2;
-  }
+  int rc = load_target(path, db->cpu, &merged, err, nerr);
+  if (rc < 0) return rc;
   if (db->cpu[0]) snprintf(merged.cpu, sizeof merged.cpu, "%.*s", (int)sizeof db->cpu - 1, db->cpu);
-  int rc = 0;
   for (int i = 0; rc == 0 && i < db->n; i++)
     if (ug_tunedb_put(&merged, &db->e[i]) < 0)
       rc = -1, say(err, nerr, "%s: out of memory or entry %d has an invalid shape", path, i);
@@ -381,18 +546,17 @@ static int merge_and_write(const char *path, const ug_tunedb *db, char *err, siz
 /* The lock file is never removed: unlinking it would let a tuner lock a file
  * that another has just replaced. Re-reading under the lock is what keeps a
  * concurrent tuner's entries. */
-int ug_tunedb_merge_save(const char *path, const ug_tunedb *db, char *err, size_t nerr, char *warn, size_t nwarn) {
+int ug_tunedb_merge_save(const char *path, const ug_tunedb *db, char *err, size_t nerr) {
   say(err, nerr, "");
-  say(warn, nwarn, "");
   char lock[PATH_BYTES];
   if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock)
     return say(err, nerr, "%s: path too long", path), -1;
-  int lfd = open(lock, O_CREAT | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int lfd = open(lock, O_CREAT | O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
   if (lfd < 0) return say(err, nerr, "%s: cannot open: %s", lock, strerror(errno)), -1;
   int rc;
   while ((rc = flock(lfd, LOCK_EX)) < 0 && errno == EINTR) continue;
   if (rc < 0) say(err, nerr, "%s: cannot lock: %s", lock, strerror(errno));
-  else rc = merge_and_write(path, db, err, nerr, warn, nwarn);
+  else rc = merge_and_write(path, db, err, nerr);
   flock(lfd, LOCK_UN);
   close(lfd);
   return rc;

@@ -17,6 +17,7 @@
 #ifndef UG_TUNEDB_H
 #define UG_TUNEDB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +43,7 @@ typedef struct {
   char cpu[128];
   ug_tune_entry *e;
   int n, cap;
+  int *slots, nslots; /* the index by key: entry numbers, -1 empty */
 } ug_tunedb;
 
 /* v rounded up to a power of two (v <= 1 stays as it is) */
@@ -52,11 +54,12 @@ int64_t ug_tune_bucket(int64_t v);
  * warn says why, naming the file; -1: out of memory. */
 int ug_tunedb_load(const char *path, ug_tunedb *db, char *warn, size_t nwarn);
 
-/* 1 when the DB at path names a CPU other than cpu (why says both): its
- * entries are another machine's timings, which ug_tunedb_merge_save will
- * not mix with cpu's. 0 otherwise (no file, an unusable one, no "cpu" in it
- * or none given); -1 out of memory. */
-int ug_tunedb_other_cpu(const char *path, const char *cpu, char *why, size_t nwhy);
+/* Whether a save of cpu's timings into path can succeed, asked before a
+ * sweep: 0 yes; -2 no (err says why): the file there is not a DB this
+ * version reads (corrupt, truncated, a newer version, text, a symlink, not
+ * this user's) or holds another CPU's timings, its lock cannot be opened,
+ * or its directory is missing or not writable; -1 out of memory. */
+int ug_tunedb_check_target(const char *path, const char *cpu, char *err, size_t nerr);
 
 /* ug_tunedb_load for dispatch on this machine (the runtime, `ubgen plan`):
  * a DB that names another CPU than this one is unusable too (1, warn says
@@ -64,18 +67,27 @@ int ug_tunedb_other_cpu(const char *path, const char *cpu, char *why, size_t nwh
  * "cpu", or a machine whose CPU has no name, is taken. */
 int ug_tunedb_load_here(const char *path, ug_tunedb *db, char *warn, size_t nwarn);
 
-/* adds e, replacing an entry with the same key; 0 ok, -1 out of memory */
+/* Adds e, replacing an entry with the same key, in constant time (a hash
+ * index); 0 ok, -1 out of memory or e has no key (a bad nshape, a shape
+ * name twice). Shapes are matched by name: {"rows", "cols"} and {"cols",
+ * "rows"} with the same values are one key. */
 int ug_tunedb_put(ug_tunedb *db, const ug_tune_entry *e);
 
-/* the entry with this key (shape already bucketed, names in spec order), or NULL */
+/* the entry with this key (shape values already bucketed, names[i] naming
+ * shape[i] in any order), or NULL; constant time */
 const ug_tune_entry *ug_tunedb_find(const ug_tunedb *db, const char *kernel, const char *pass, int dtype, int nshape,
-                                    const int64_t *shape, int64_t ub_bytes);
+                                    const char *const *names, const int64_t *shape, int64_t ub_bytes);
+
+/* keeps the entries keep() says yes to, in their order; the number dropped,
+ * or -1 out of memory */
+int ug_tunedb_keep_if(ug_tunedb *db, bool (*keep)(const ug_tune_entry *e, void *arg), void *arg);
 
 /* Merges db's entries into the file at path (db's win on equal keys) under
- * the lock, written atomically; an unusable existing file is replaced (its
- * warning goes to warn). 0 ok; -1 with err set; -2 when the file was
- * tuned on another CPU than db's (err says both; nothing written). */
-int ug_tunedb_merge_save(const char *path, const ug_tunedb *db, char *err, size_t nerr, char *warn, size_t nwarn);
+ * the lock, written atomically. A file that is not a DB this version reads
+ * is never overwritten. 0 ok; -1 with err set; -2 when the file is not a
+ * readable DB or was tuned on another CPU than db's (err says which;
+ * nothing written). */
+int ug_tunedb_merge_save(const char *path, const ug_tunedb *db, char *err, size_t nerr);
 
 void ug_tunedb_free(ug_tunedb *db);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../gen/tuned.h"
 #include "internal.h"
 
 static ubg_status env_int(const char *name, long lo, long hi, long *out, bool *set) {
@@ -81,7 +82,7 @@ ubg_status rt_config_resolve(ubg_ctx *ctx, const ubg_config *cfg) {
 
   /* FLCE: rows per chunk (0: Liger's rule) and the GEMM backend */
   long chunk = 0;
-  if ((s = env_int("UBGEN_FLCE_CHUNK", 0, 1L << 30, &chunk, &set))) return s;
+  if ((s = env_int("UBGEN_FLCE_CHUNK", 0, RT_FLCE_MAX_CHUNK, &chunk, &set))) return s;
   ctx->flce_chunk = chunk;
   const char *gemm = getenv("UBGEN_FLCE_GEMM");
   ctx->flce_openblas = false;
@@ -100,11 +101,23 @@ ubg_status rt_config_resolve(ubg_ctx *ctx, const ubg_config *cfg) {
   return UBG_OK;
 }
 
+static const ug_kernel *ctx_kernel(const char *name, const void *arg) {
+  const ubg_ctx *ctx = arg;
+  for (int i = 0; i < ctx->nkernels; i++)
+    if (!strcmp(ctx->kernels[i].spec->name, name)) return ctx->kernels[i].spec;
+  return NULL;
+}
+
 void rt_tunedb_load(ubg_ctx *ctx) {
   char path[4096];
   if (ug_tunedb_default_path(ctx->tuning_db, ctx->cache_dir, path, sizeof path) < 0) return;
   char warn[1024];
   int rc = ug_tunedb_load_here(path, &ctx->tunedb, warn, sizeof warn);
   if (rc == 1) rt_log("tuning DB %s: ignored, the default strategy serves every call", warn);
-  else if (rc == 0 && ctx->tunedb.n) rt_log("tuning DB %s: %d entries", path, ctx->tunedb.n);
+  if (rc != 0 || !ctx->tunedb.n) return;
+  int dropped = ug_tuned_drop_foreign(&ctx->tunedb, ctx_kernel, ctx, warn, sizeof warn);
+  if (dropped > 0)
+    rt_log("warning: tuning DB %s: %d %s ignored: %s", path, dropped, dropped == 1 ? "entry" : "entries", warn);
+  if (dropped < 0) ug_tunedb_free(&ctx->tunedb);
+  rt_log("tuning DB %s: %d %s", path, ctx->tunedb.n, ctx->tunedb.n == 1 ? "entry" : "entries");
 }

@@ -163,6 +163,11 @@ typedef struct {
 } rt_flce_choice;
 UBG_HIDDEN void rt_flce_choose(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, int64_t vocab,
                                rt_flce_choice *c);
+/* A tuning DB's flce.chunk variant, exactly "chunk=N" or
+ * "chunk=N,gemm=openblas" with N in [1, RT_FLCE_MAX_CHUNK] written in
+ * plain decimal: 0, or -1 for anything else (which ubg_flce ignores). */
+enum { RT_FLCE_MAX_CHUNK = 1 << 30 };
+UBG_HIDDEN int rt_flce_parse_variant(const char *s, int64_t *chunk, bool *openblas);
 /* the build has OpenBLAS (make BLAS=openblas) */
 UBG_HIDDEN extern const bool rt_have_openblas;
 

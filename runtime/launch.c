@@ -8,6 +8,7 @@
  *
  * Everything that can fail is checked before the first kernel runs, so a
  * failed call writes nothing. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +90,14 @@ static ubg_status match_args(const call *c, const ubg_arg *args, size_t nargs, u
   return UBG_OK;
 }
 
+/* a finite double stays finite as a float, and a nonzero one nonzero (NaN
+ * and Inf are what they were; the spec says whether they are allowed) */
+static bool survives_float(double v) {
+  if (!isfinite(v)) return true;
+  float f = (float)v;
+  return isfinite(f) && (f != 0.0f || v == 0.0);
+}
+
 static ubg_status check_values(const call *c, const ubg_slot *slots, int64_t *env) {
   const ug_pass *p = c->p;
   for (int ai = 0; ai < p->nargs; ai++) {
@@ -120,6 +129,12 @@ static ubg_status check_values(const call *c, const ubg_slot *slots, int64_t *en
       env[p->sym_of_arg[ai]] = v;
     } else if (!a->allow_nonfinite && !isfinite(slots[ai].f)) {
       return rt_fail(c->ctx, UBG_EINVAL, "%s: %s = %g is not finite", c->what, a->name, slots[ai].f);
+    } else if (!survives_float(slots[ai].f)) {
+      /* kernels take float arguments: 1e300 would arrive as inf, 1e-300 as 0 */
+      return rt_fail(c->ctx, UBG_EINVAL,
+                     "%s: %s = %.17g does not fit a float (a finite value must have a magnitude of at most %g and, "
+                     "unless it is 0, at least %g)",
+                     c->what, a->name, slots[ai].f, (double)FLT_MAX, (double)FLT_TRUE_MIN);
     }
   }
   for (int i = 0; i < p->nchecks; i++) {

@@ -32,21 +32,27 @@
 static _Thread_local size_t last_scratch;
 size_t rt_flce_last_scratch_bytes(void) { return last_scratch; }
 
+/* the least power of two >= x; x itself above 2^62, where the next one
+ * is not an int64_t (the caller caps the chunk at bt anyway) */
 static int64_t next_pow2(int64_t x) {
+  if (x > INT64_C(1) << 62) return x;
   int64_t p = 1;
   while (p < x) p <<= 1;
   return p;
 }
 
+/* ceil(a / b) for a >= 0, b >= 1, without forming a + b - 1 */
+static int64_t cdiv(int64_t a, int64_t b) { return a == 0 ? 0 : (a - 1) / b + 1; }
+
 /* Liger's rule: chunk = next_pow2(cdiv(bt, cdiv(vocab, hidden))), so a chunk
- * of logits is about as large as x; never more rows than bt */
+ * of logits is about as large as x; never more rows than bt. Callers pass
+ * validated sizes (bt >= 0, hidden and vocab >= 1). */
 int64_t rt_flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, int64_t vocab) {
   int64_t c;
   if (ctx && ctx->flce_chunk > 0) {
     c = ctx->flce_chunk;
   } else {
-    int64_t inc = (vocab + hidden - 1) / hidden;
-    c = next_pow2((bt + inc - 1) / inc);
+    c = next_pow2(cdiv(bt, cdiv(vocab, hidden)));
   }
   if (c > bt) c = bt;
   return c < 1 ? 1 : c;
@@ -57,6 +63,23 @@ const bool rt_have_openblas = true;
 #else
 const bool rt_have_openblas = false;
 #endif
+
+int rt_flce_parse_variant(const char *s, int64_t *chunk, bool *openblas) {
+  if (strncmp(s, "chunk=", 6)) return -1;
+  const char *d = s + 6;
+  int64_t n = 0;
+  int digits = 0;
+  for (; *d >= '0' && *d <= '9'; d++, digits++) {
+    if (digits == 0 && *d == '0') return -1; /* no leading zero, so no two spellings of one chunk */
+    n = n * 10 + (*d - '0');
+    if (n > RT_FLCE_MAX_CHUNK) return -1;
+  }
+  if (digits == 0) return -1;
+  if (*d && strcmp(d, ",gemm=openblas")) return -1;
+  *chunk = n;
+  *openblas = *d != '\0';
+  return 0;
+}
 
 /* The rule, the environment and the tuning DB's entry for this call
  * (`ubgen tune flce.chunk`): kernel "flce", pass "chunk", the shape bucket
@@ -71,12 +94,13 @@ void rt_flce_choose(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hid
   c->gemm_source = ctx->flce_gemm_set ? "UBGEN_FLCE_GEMM" : "default";
   if (!ctx->tunedb.n || bt < 1 || hidden < 1 || vocab < 1) return;
   const int64_t shape[3] = {ug_tune_bucket(bt), ug_tune_bucket(hidden), ug_tune_bucket(vocab)};
-  c->entry = ug_tunedb_find(&ctx->tunedb, "flce", "chunk", (int)dtype, 3, shape, ctx->ub_bytes);
-  long long n;
-  char gemm[32] = "";
-  if (!c->entry || sscanf(c->entry->variant, "chunk=%lld,gemm=%31s", &n, gemm) < 1 || n < 1) return;
+  static const char *const names[3] = {"bt", "hidden", "vocab"};
+  c->entry = ug_tunedb_find(&ctx->tunedb, "flce", "chunk", (int)dtype, 3, names, shape, ctx->ub_bytes);
+  int64_t n;
+  bool openblas;
+  if (!c->entry || rt_flce_parse_variant(c->entry->variant, &n, &openblas) < 0) return;
   c->entry_chunk = n;
-  c->entry_openblas = !strcmp(gemm, "openblas");
+  c->entry_openblas = openblas;
   if (ctx->flce_chunk <= 0) {
     c->chunk = n < bt ? n : bt;
     c->chunk_source = "tuned";
@@ -301,7 +325,7 @@ static ubg_status validate(plan *p, const ubg_flce_opts *opts, int64_t *loss_n) 
   p->bias = o->bias;
   p->ce_weight = o->ce_weight;
 
-  int64_t es = (int64_t)p->es, b_x, b_w, b_t, b_v, b_loss, b_logits;
+  int64_t es = (int64_t)p->es, b_x, b_w, b_t, b_v, b_loss;
   ubg_status s;
   const char *dt = p->dt == UBG_F32 ? "f32" : p->dt == UBG_F16 ? "f16" : "bf16";
   if ((s = check_aligned(ctx, "x", p->x, p->es, dt)) || (s = check_aligned(ctx, "weight", p->weight, p->es, dt)) ||
@@ -320,8 +344,7 @@ static ubg_status validate(plan *p, const ubg_flce_opts *opts, int64_t *loss_n) 
       (s = check_size(ctx, "weight", "vocab x hidden", p->vocab, p->hidden, es, &b_w)) ||
       (s = check_size(ctx, "target", "bt x 1", p->bt, 1, 8, &b_t)) ||
       (s = check_size(ctx, "the vocab", "vocab x 1", p->vocab, 1, es, &b_v)) ||
-      (s = check_size(ctx, "loss", o->reduction == UBG_REDUCE_NONE ? "bt x 1" : "1 x 1", *loss_n, 1, 4, &b_loss)) ||
-      (s = check_size(ctx, "a chunk of logits", "chunk x vocab", p->chunk, p->vocab, 4, &b_logits)))
+      (s = check_size(ctx, "loss", o->reduction == UBG_REDUCE_NONE ? "bt x 1" : "1 x 1", *loss_n, 1, 4, &b_loss)))
     return s;
   region r[] = {
       {"x", p->x, b_x, false},
@@ -344,14 +367,18 @@ static ubg_status validate(plan *p, const ubg_flce_opts *opts, int64_t *loss_n) 
                      "ubg_flce: target[%lld] = %lld is outside [0, vocab) = [0, %lld) and is not ignore_index = %lld",
                      (long long)i, (long long)y, (long long)p->vocab, (long long)o->ignore_index);
   }
-  if (p->blas && p->dt == UBG_F32) {
-#ifndef UBG_HAVE_OPENBLAS
-    return rt_fail(ctx, UBG_EINVAL, "ubg_flce: UBGEN_FLCE_GEMM=openblas, but this library was not built with BLAS=openblas");
-#else
-    if (p->bt > INT32_MAX) return rt_fail(ctx, UBG_EINVAL, "ubg_flce: bt = %lld is above OpenBLAS's int", (long long)p->bt);
-#endif
-  }
   return UBG_OK;
+}
+
+/* OpenBLAS's GEMMs, when chosen: in this build, and with int sizes */
+static ubg_status check_blas(const plan *p) {
+  if (!p->blas || p->dt != UBG_F32) return UBG_OK;
+#ifndef UBG_HAVE_OPENBLAS
+  return rt_fail(p->ctx, UBG_EINVAL, "ubg_flce: UBGEN_FLCE_GEMM=openblas, but this library was not built with BLAS=openblas");
+#else
+  if (p->bt > INT32_MAX) return rt_fail(p->ctx, UBG_EINVAL, "ubg_flce: bt = %lld is above OpenBLAS's int", (long long)p->bt);
+  return UBG_OK;
+#endif
 }
 
 /* the mean's denominators over the whole call, as Liger's ce_stats */
@@ -367,8 +394,9 @@ static void reduction_factors(plan *p) {
     for (int64_t v = 0; v < p->vocab; v++) wsum += ld(p->ce_weight, v, p->dt);
   bool mean = p->o.reduction == UBG_REDUCE_MEAN;
   p->scale_n = mean ? (float)(1.0 / (double)(n_valid > 0 ? n_valid : 1)) : 1.0f;
-  /* a NaN among the class weights stays NaN (the clamp is for a sum near 0) */
-  p->scale_w = mean && p->ce_weight ? (float)(1.0 / (sw > 1e-12 || isnan(sw) ? sw : 1e-12)) : 1.0f;
+  /* torch's formula for any sign of the weights; a sum of exactly 0 over
+   * counted rows gives 1/0 = +Inf, as torch's division does (docs/decisions.md) */
+  p->scale_w = mean && p->ce_weight ? (float)(1.0 / sw) : 1.0f;
   p->weight_sum = (float)wsum;
 }
 
@@ -421,13 +449,16 @@ ubg_status ubg_flce(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, i
   p.weight = weight;
   p.target = target;
   p.out = out;
+  int64_t loss_n, b_logits;
+  ubg_status s = validate(&p, opts, &loss_n);
+  if (s) return s;
+  /* the chunk only now: its rule does arithmetic on the sizes */
   rt_flce_choice choice;
   rt_flce_choose(ctx, dtype, bt, hidden, vocab, &choice);
   p.chunk = choice.chunk;
   p.blas = choice.openblas;
-  int64_t loss_n;
-  ubg_status s = validate(&p, opts, &loss_n);
-  if (s) return s;
+  if ((s = check_size(ctx, "a chunk of logits", "chunk x vocab", p.chunk, vocab, 4, &b_logits))) return s;
+  if ((s = check_blas(&p))) return s;
   p.grad = out->dx || out->dweight || out->dbias;
   reduction_factors(&p);
 

@@ -21,6 +21,7 @@
 /* ---- running ubgen ------------------------------------------------------------ */
 
 #include "run_ubgen.h"
+#include "ubgen.h"
 
 static void cli_setup(void) { scratch_setup("cli"); }
 
@@ -918,6 +919,78 @@ Test(cli, user_spec_emits_with_the_shipped_templates) {
   free(dir);
 }
 
+/* A FIFO where a spec or a template is looked for once hung every command
+ * that read specs (and ubg_ctx_create through UBGEN_SPEC_PATH) on its open:
+ * it is refused at once, like any file that is not a regular one. */
+Test(cli, a_fifo_in_a_spec_directory_is_refused_not_waited_on) {
+  char *dir = make_user_specs();
+  char *fifo = path_in(dir, "waits.json");
+  cr_assert_eq(mkfifo(fifo, 0600), 0);
+  const char *cmds[] = {"list --specs %s", "emit --specs %s --out %s/out", "plan my_norm.fwd --specs %s --dtype f32 "
+                        "--shape rows=1,cols=1"};
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    run_result r = i == 1 ? ubgen("emit --specs %s --out %s/out", dir, scratch) : ubgen(cmds[i], dir);
+    assert_status(r, 2);
+    cr_assert(strstr(r.err, fifo) && strstr(r.err, "not a regular file"), "%s: %s", cmds[i], r.err);
+    run_free(&r);
+  }
+  char *out = path_in(scratch, "out");
+  cr_assert(!exists(out), "emit wrote something");
+  free(out);
+  /* the library: ubg_ctx_create fails with the same words, it does not wait */
+  setenv("UBGEN_SPEC_PATH", dir, 1);
+  ubg_ctx *ctx = NULL;
+  ubg_status st = ubg_ctx_create(NULL, &ctx);
+  unsetenv("UBGEN_SPEC_PATH");
+  cr_assert_eq(st, UBG_EINVAL, "%s", ubg_status_str(st));
+  cr_assert(strstr(ubg_ctx_error(NULL), "UBGEN_SPEC_PATH") && strstr(ubg_ctx_error(NULL), "not a regular file"), "%s",
+            ubg_ctx_error(NULL));
+  cr_assert_null(ctx);
+  unlink(fifo);
+  /* a FIFO as a template: not a template file */
+  char *tmpl = path_in(dir, "rms_norm_fwd.c.tmpl");
+  cr_assert_eq(mkfifo(tmpl, 0600), 0);
+  run_result r = ubgen("emit --specs %s --kernel my_norm --out %s/out", dir, scratch);
+  cr_assert(r.status == 0 || r.status == 2, "%s", r.how); /* the shipped template, or a refusal: never a hang */
+  run_free(&r);
+  free(tmpl), free(fifo), free(dir);
+}
+
+/* docs/security.md: a spec cannot make ubgen read an arbitrary file as a
+ * template. A symbolic link next to the spec once did (ln -s /etc/passwd
+ * x.c.tmpl rendered /etc/passwd into the sources): a template or spec that
+ * resolves outside its directory is refused; a link within it is fine. */
+Test(cli, specs_and_templates_that_resolve_outside_their_directory_are_refused) {
+  char *dir = make_user_specs();
+  char *tmpl = path_in(dir, "rms_norm_fwd.c.tmpl");
+  cr_assert_eq(symlink("/etc/passwd", tmpl), 0);
+  char *out = path_in(scratch, "out");
+  run_result r = ubgen("emit --specs %s --kernel my_norm --dtype f32 --out %s", dir, out);
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, tmpl) && strstr(r.err, "outside its directory"), "%s", r.err);
+  cr_assert(!exists(out), "emit wrote something");
+  run_free(&r);
+  /* a link to a template in the same directory is a template */
+  cr_assert_eq(unlink(tmpl), 0);
+  char src[600];
+  snprintf(src, sizeof src, "%s/templates/rms_norm_fwd.c.tmpl", UBGEN_SRC);
+  char *text = slurp(src), *real = path_in(dir, "real_fwd.c.tmpl");
+  write_file(real, text);
+  cr_assert_eq(symlink("real_fwd.c.tmpl", tmpl), 0);
+  r = ubgen("emit --specs %s --kernel my_norm --dtype f32 --out %s", dir, out);
+  assert_status(r, 0);
+  run_free(&r);
+  /* a spec that is a link to a file elsewhere */
+  char *elsewhere = path_in(scratch, "elsewhere.json"), *spec = path_in(dir, "my_norm.json");
+  cr_assert_eq(rename(spec, elsewhere), 0);
+  cr_assert_eq(symlink(elsewhere, spec), 0);
+  r = ubgen("list --specs %s", dir);
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, spec) && strstr(r.err, "outside its directory"), "%s", r.err);
+  run_free(&r);
+  free(elsewhere), free(spec), free(real), free(text), free(out), free(tmpl), free(dir);
+}
+
 /* template lookup order: the spec's dir, then DIR/../templates, then the shipped ones */
 Test(cli, templates_next_to_the_spec_come_first) {
   char *root = path_in(scratch, "proj");
@@ -1117,7 +1190,7 @@ Test(cli, tune_writes_the_db_and_plan_follows_it) {
   run_result r = ubgen("tune rms_norm.fwd --dtype bf16 --shape rows=64,cols=512 --db %s/db.json --reps 2", scratch);
   assert_status(r, 0);
   cr_assert(strstr(r.out, "median us") && strstr(r.out, "vs default") && strstr(r.out, "  default"), "%s", r.out);
-  cr_assert(strstr(r.out, "1 entries merged into"), "%s", r.out);
+  cr_assert(strstr(r.out, "1 entry merged into"), "%s", r.out);
   char *tuned = strstr(r.out, "  tuned ");
   cr_assert_not_null(tuned, "%s", r.out);
   char name[128];
@@ -1295,6 +1368,58 @@ Test(cli, tune_and_merge_refuse_a_db_of_another_cpu) {
   free(now);
 }
 
+/* A typo in --db must not destroy a file: tune and tune merge refuse (exit
+ * 2, before any sweep) a file that is not a DB this version reads, and
+ * leave it byte for byte. They once replaced it with a warning, exit 0. */
+Test(cli, tune_and_merge_never_overwrite_a_file_that_is_not_a_db) {
+  char good[400], target[400];
+  snprintf(good, sizeof good, "%s/good.json", scratch);
+  snprintf(target, sizeof target, "%s/target.json", scratch);
+  run_result r = ubgen("tune rms_norm.fwd --dtype f32 --shape rows=16,cols=256 --reps 1 --db %s", good);
+  assert_status(r, 0);
+  run_free(&r);
+  const char *texts[] = {"my notes, not a DB\n", "{\"version\": 1, \"entries\": [", "",
+                         "{\"version\": 2, \"entries\": []}\n"};
+  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+    write_file(target, texts[i]);
+    r = ubgen("tune rms_norm.fwd --dtype f32 --shape rows=16,cols=256 --reps 1 --db %s", target);
+    assert_status(r, 2);
+    cr_assert(strstr(r.err, "is not a tuning DB this ubgen can read") && strstr(r.err, "nothing tuned"), "%s", r.err);
+    cr_assert(!strstr(r.out, "rms_norm_fwd_f32"), "text %zu: the sweep ran: %s", i, r.out);
+    run_free(&r);
+    r = ubgen("tune merge %s --db %s", good, target);
+    assert_status(r, 2);
+    cr_assert(strstr(r.err, "is not a tuning DB this ubgen can read") && strstr(r.err, "nothing written"), "%s",
+              r.err);
+    run_free(&r);
+    char *now = slurp(target);
+    cr_assert_str_eq(now ? now : "(gone)", texts[i], "text %zu changed", i);
+    free(now);
+  }
+}
+
+/* what would make the save fail after the sweep is found before it: the
+ * DB's directory missing, its lock unusable */
+Test(cli, tune_checks_the_db_and_its_lock_before_sweeping) {
+  char lock[400];
+  snprintf(lock, sizeof lock, "%s/db.json.lock", scratch);
+  cr_assert_eq(mkdir(lock, 0700), 0);
+  run_result r = ubgen("tune rms_norm.fwd --dtype f32 --shape rows=16,cols=256 --reps 1 --db %s/db.json", scratch);
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "lock") && strstr(r.err, "nothing tuned") && !strstr(r.out, "rms_norm_fwd_f32"), "%s%s",
+            r.out, r.err);
+  run_free(&r);
+  rmdir(lock);
+  r = ubgen("tune rms_norm.fwd --dtype f32 --shape rows=16,cols=256 --reps 1 --db %s/no/such/dir/db.json", scratch);
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "does not exist") && !strstr(r.out, "rms_norm_fwd_f32"), "%s%s", r.out, r.err);
+  run_free(&r);
+  r = ubgen("tune merge %s/x.json --db %s/no/such/dir/db.json", scratch, scratch);
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "does not exist") && strstr(r.err, "nothing written"), "%s", r.err);
+  run_free(&r);
+}
+
 Test(cli, shape_lists_and_ranges_are_checked) {
   const char *bad[][2] = {{"rows=8:4,cols=16", "rows=\"8:4\""},       {"rows=0:4,cols=16", "rows=\"0:4\""},
                           {"rows=1:9:0,cols=16", "rows=\"1:9:0\""},   {"rows=1/x,cols=16", "rows=\"1/x\""},
@@ -1469,19 +1594,51 @@ Test(cli, plan_flce_chunk_without_a_db_is_ligers_rule) {
 
 /* a DB entry at --ub's budget, this dtype and the shape's bucket serves;
  * the DB is one the tests write, as `ubgen tune flce.chunk` writes them */
-static char *write_flce_db(const char *name, const char *cpu) {
+static char *write_flce_db_with(const char *name, const char *cpu, const char *f32_variant) {
   char *path = path_in(scratch, name);
   const char *fmt = "{\"kernel\": \"flce\", \"pass\": \"chunk\", \"dtype\": \"%s\", \"shape\": {\"bt\": 4096, "
                     "\"hidden\": 1024, \"vocab\": 32768}, \"ub_bytes\": 196608, \"variant\": \"%s\", \"backend\": "
                     "\"aot\", \"median_us\": 900.0, \"default_variant\": \"chunk=128\", \"default_median_us\": "
                     "1200.0, \"candidates\": 8, \"rejected_ub\": 0}";
   char f32[600], bf16[600], text[1600];
-  snprintf(f32, sizeof f32, fmt, "f32", "chunk=32");
+  snprintf(f32, sizeof f32, fmt, "f32", f32_variant);
   snprintf(bf16, sizeof bf16, fmt, "bf16", "chunk=8192");
   snprintf(text, sizeof text, "{\"version\": 1, %s%s%s\"entries\": [%s, %s]}\n", cpu ? "\"cpu\": \"" : "", cpu ? cpu : "",
            cpu ? "\", " : "", f32, bf16);
   write_file(path, text);
   return path;
+}
+
+static char *write_flce_db(const char *name, const char *cpu) { return write_flce_db_with(name, cpu, "chunk=32"); }
+
+/* an entry is exactly chunk=N or chunk=N,gemm=openblas, N in plain decimal
+ * from 1 to 2^30; anything else serves nothing and plan says why */
+Test(cli, plan_flce_chunk_ignores_malformed_entries) {
+  const char *bad[] = {"chunk=8,gemm=evil", "chunk=16,chunk=32", "chunk=+8", "chunk=99999999999999999999",
+                       "chunk=0", "chunk=-8", "chunk=08", "chunk= 8", "chunk=8 ", "chunk=8,gemm=openblas,x",
+                       "chunk=1073741825", "chunk=", "chunk=8,", "chunks=8", "CHUNK=8", "chunk=0x10"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *db = write_flce_db_with("flce-bad.json", NULL, bad[i]);
+    char more[600];
+    snprintf(more, sizeof more, "--db %s", db);
+    json_t *j = plan_flce("f32", "bt=4000,hidden=1000,vocab=30000", more);
+    cr_assert_str_eq(jstr(j, "source"), "Liger's rule", "entry \"%s\"", bad[i]);
+    cr_assert(strstr(jstr(j, "not_tuned"), "which is not chunk=N"), "entry \"%s\": %s", bad[i],
+              jstr(j, "not_tuned"));
+    json_decref(j);
+    free(db);
+  }
+  const char *good[][2] = {{"chunk=1073741824", "4000"}, {"chunk=8", "8"}, {"chunk=8,gemm=openblas", "8"}};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    char *db = write_flce_db_with("flce-good.json", NULL, good[i][0]);
+    char more[600];
+    snprintf(more, sizeof more, "--db %s", db);
+    json_t *j = plan_flce("f32", "bt=4000,hidden=1000,vocab=30000", more);
+    cr_assert_str_eq(jstr(j, "source"), "tuned", "entry \"%s\"", good[i][0]);
+    cr_assert_eq(jint(j, "chunk"), atoll(good[i][1]), "entry \"%s\"", good[i][0]);
+    json_decref(j);
+    free(db);
+  }
 }
 
 Test(cli, plan_flce_chunk_follows_the_tuning_db) {

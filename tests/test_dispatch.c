@@ -47,8 +47,8 @@ static void write_entry_on(int64_t rows, const char *variant, const char *cpu) {
   snprintf(e.default_variant, sizeof e.default_variant, "rms_norm_fwd_bf16_d4096_m1_n");
   e.median_us = 100, e.default_median_us = 120, e.candidates = 20, e.rejected_ub = 3;
   cr_assert_eq(ug_tunedb_put(&db, &e), 0);
-  char err[512], warn[512];
-  cr_assert_eq(ug_tunedb_merge_save(db_path, &db, err, sizeof err, warn, sizeof warn), 0, "%s", err);
+  char err[512];
+  cr_assert_eq(ug_tunedb_merge_save(db_path, &db, err, sizeof err), 0, "%s", err);
   ug_tunedb_free(&db);
 }
 static void write_entry(int64_t rows, const char *variant) { write_entry_on(rows, variant, ""); }
@@ -161,8 +161,8 @@ static void write_flce_entry(int64_t bt, int64_t hidden, int64_t vocab, const ch
   snprintf(e.default_variant, sizeof e.default_variant, "chunk=16");
   e.median_us = 100, e.default_median_us = 120, e.candidates = 6;
   cr_assert_eq(ug_tunedb_put(&db, &e), 0);
-  char err[512], warn[512];
-  cr_assert_eq(ug_tunedb_merge_save(db_path, &db, err, sizeof err, warn, sizeof warn), 0, "%s", err);
+  char err[512];
+  cr_assert_eq(ug_tunedb_merge_save(db_path, &db, err, sizeof err), 0, "%s", err);
   ug_tunedb_free(&db);
 }
 
@@ -212,4 +212,57 @@ Test(dispatch, flce_chunk_follows_the_db, .init = setup, .fini = teardown) {
   flce_result all = run_flce(bt, h, v);
   cr_assert(strstr(all.variant, ";chunk=100 (tuned)"), "%s", all.variant);
   free_flce(&base), free_flce(&tuned), free_flce(&outside), free_flce(&env), free_flce(&all);
+}
+
+/* a DB written by hand or re-saved with sorted keys (jq -S): shape as
+ * {"cols": 4096, "rows": 128} */
+static void write_raw_entry(const char *shape) {
+  FILE *f = fopen(db_path, "w");
+  cr_assert_not_null(f);
+  fprintf(f, "{\"version\": 1, \"entries\": [{\"kernel\": \"rms_norm\", \"pass\": \"fwd\", \"dtype\": \"bf16\", "
+             "\"shape\": %s, \"ub_bytes\": 196608, \"variant\": \"rms_norm_fwd_bf16_d1024_m1_t\", \"backend\": "
+             "\"aot\", \"median_us\": 100, \"default_variant\": \"rms_norm_fwd_bf16_d4096_m1_n\", "
+             "\"default_median_us\": 120, \"candidates\": 20, \"rejected_ub\": 3}]}\n",
+          shape);
+  fclose(f);
+}
+
+/* Shapes match by name: a DB with sorted keys still serves its own shape
+ * (it once served the transposed one: matched by position). */
+Test(dispatch, a_db_with_sorted_shape_keys_serves_its_own_shape, .init = setup, .fini = teardown) {
+  char v[256];
+  write_raw_entry("{\"cols\": 4096, \"rows\": 128}");
+  cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d1024_m1_t@aot", "its own shape, named in another order");
+  /* the transposed bucket (rows 4096 x cols 128 is not rows 128 x cols 4096) */
+  write_raw_entry("{\"cols\": 128, \"rows\": 4096}");
+  cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n@aot", "the transposed entry served");
+}
+
+/* An entry whose shape names are not the kernel's ("rowz") serves nothing
+ * and says so through the log (it was applied once, by position). */
+Test(dispatch, entries_with_names_not_the_kernels_are_dropped_with_a_warning, .init = setup, .fini = teardown) {
+  char v[256], log[160];
+  snprintf(log, sizeof log, "%s/log", dir);
+  setenv("UBGEN_LOG", log, 1);
+  write_raw_entry("{\"rowz\": 128, \"cols\": 4096}");
+  cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n@aot", "an entry naming rowz served");
+  write_raw_entry("{\"rows\": 128, \"cols\": 4096, \"depth\": 2}");
+  cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n@aot", "an entry with a third name served");
+  unsetenv("UBGEN_LOG");
+  FILE *f = fopen(log, "r");
+  cr_assert_not_null(f, "nothing logged");
+  char text[8192] = "";
+  text[fread(text, 1, sizeof text - 1, f)] = '\0';
+  fclose(f);
+  cr_assert(strstr(text, "1 entry ignored") && strstr(text, "rowz") && strstr(text, "{rows, cols}"), "%s", text);
+  cr_assert(strstr(text, "depth"), "%s", text);
+  /* plan says the same on stderr */
+  char cmd[512], line[512];
+  snprintf(cmd, sizeof cmd, "%s plan rms_norm.fwd --dtype bf16 --shape rows=100,cols=4096 --db %s 2>&1", UBGEN_BIN,
+           db_path);
+  FILE *p = popen(cmd, "r");
+  int warned = 0;
+  while (fgets(line, sizeof line, p)) warned |= strstr(line, "warning") && strstr(line, "depth");
+  cr_assert_eq(pclose(p), 0);
+  cr_assert(warned, "plan did not warn");
 }

@@ -52,6 +52,7 @@ typedef struct {
   int64_t ignore_index;
   float ls, s, cap;
   bool cw, bias;          /* class weights, bias given */
+  bool cw_neg;            /* the class weights negated: in [-2, -0.25] */
   bool z, am, dx, dw, db; /* outputs asked for (loss always) */
   int64_t ignored;        /* rows set to ignore_index, spread over the batch */
   uint64_t seed;
@@ -99,7 +100,7 @@ static fin make_inputs(const fc *c) {
   if (c->cw) {
     uint64_t s = seed + 4;
     in.cw = malloc((size_t)c->v * es);
-    for (int64_t i = 0; i < c->v; i++) ref_store(in.cw, i, c->dt, 0.25 + 1.75 * unif(&s));
+    for (int64_t i = 0; i < c->v; i++) ref_store(in.cw, i, c->dt, (c->cw_neg ? -1 : 1) * (0.25 + 1.75 * unif(&s)));
   }
   uint64_t s = seed + 5;
   in.t = malloc((size_t)(c->bt ? c->bt : 1) * sizeof *in.t);
@@ -309,6 +310,55 @@ Test(flce_options, class_weights) {
     check_case(ctx, &c);
     c.ignored = 5;
     check_case(ctx, &c);
+  }
+}
+
+/* Liger's tests use negative class weights: the mean divides by their sum
+ * whatever its sign, as torch does (a clamp of the sum to 1e-12 once made
+ * this loss -1e13) */
+Test(flce_options, negative_class_weights) {
+  FOR_DTYPES(ctx) {
+    fc c = base(dt, 40, 64, 300);
+    c.cw = c.cw_neg = true;
+    c.ignored = 5;
+    check_case(ctx, &c);
+    c.red = UBG_REDUCE_SUM;
+    check_case(ctx, &c);
+
+    /* every weight -1: sum(w nll) / sum(w) is the unweighted mean, > 0 */
+    c.red = UBG_REDUCE_MEAN;
+    fin in = make_inputs(&c);
+    for (int64_t v = 0; v < c.v; v++) ref_store(in.cw, v, dt, -1.0);
+    fout weighted = alloc_out(&c), plain = alloc_out(&c);
+    cr_assert_eq(call(ctx, &c, &in, &weighted), UBG_OK, "%s", ubg_ctx_error(ctx));
+    in.o.ce_weight = NULL;
+    cr_assert_eq(call(ctx, &c, &in, &plain), UBG_OK, "%s", ubg_ctx_error(ctx));
+    cr_assert(weighted.loss[0] > 0 && fabs(weighted.loss[0] - plain.loss[0]) <= L_ATOL + L_RTOL * fabs(plain.loss[0]),
+              "%s: weights all -1 give mean loss %g, the unweighted mean is %g", ug_dtype_name(dt), weighted.loss[0],
+              plain.loss[0]);
+    in.o.ce_weight = in.cw;
+    free_out(&weighted), free_out(&plain);
+    free_inputs(&in);
+  }
+}
+
+/* counted weights that sum to exactly 0: the mean's 1/0 is +Inf, so the loss
+ * and the counted rows' gradients are not finite (torch's division by the
+ * zero sum gives Inf or NaN too); status OK, as for any NaN in the inputs */
+Test(flce_edge, class_weights_summing_to_zero) {
+  FOR_DTYPES(ctx) {
+    fc c = base(dt, 4, 16, 8);
+    c.cw = true;
+    fin in = make_inputs(&c);
+    const int64_t t[4] = {0, 1, 2, 3};
+    const double w[4] = {1, -1, 0.5, -0.5};
+    for (int r = 0; r < 4; r++) in.t[r] = t[r], ref_store(in.cw, t[r], dt, w[r]);
+    fout o = alloc_out(&c);
+    cr_assert_eq(call(ctx, &c, &in, &o), UBG_OK, "%s", ubg_ctx_error(ctx));
+    cr_assert(!isfinite(o.loss[0]), "%s: loss %g with weights summing to 0", ug_dtype_name(dt), o.loss[0]);
+    cr_assert(!isfinite(ref_load(o.dx, 0, dt)), "%s: dx[0] = %g", ug_dtype_name(dt), ref_load(o.dx, 0, dt));
+    free_out(&o);
+    free_inputs(&in);
   }
 }
 
@@ -1106,6 +1156,35 @@ Test(flce_refuses, bad_arguments, .init = fx_setup, .fini = fx_teardown) {
   untouched();
   /* and the fixture's call itself is fine */
   cr_assert_eq(fx_call(), UBG_OK, "%s", ubg_ctx_error(fx.ctx));
+}
+
+/* sizes near INT64_MAX are refused before any arithmetic on them: the chunk
+ * rule once ran first (bt above 2^62 looped forever in next_pow2, hidden =
+ * INT64_MAX overflowed vocab + hidden - 1 into a division by zero) */
+Test(flce_refuses, huge_sizes_before_any_arithmetic, .init = fx_setup, .fini = fx_teardown, .timeout = 30) {
+  const int64_t two62 = INT64_C(1) << 62;
+  const struct {
+    int64_t bt, hidden, vocab;
+    const char *needle;
+  } cases[] = {
+      {two62 + 1, 16, 16, "bt x hidden"},
+      {INT64_MAX, 16, 16, "bt x hidden"},
+      {4, INT64_MAX, 16, "hidden = 9223372036854775807"},
+      {4, 16, INT64_MAX, "vocab = 9223372036854775807"},
+      {INT64_MAX, 1, 1, "does not fit in memory"},
+      {two62 + 1, 1, INT32_MAX, "does not fit in memory"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (int dt = 0; dt < 3; dt++)
+      refused(ubg_flce(fx.ctx, (ubg_dtype)dt, cases[i].bt, cases[i].hidden, cases[i].vocab, fx.x, fx.w, fx.t, &fx.o,
+                       &fx.out),
+              UBG_EINVAL, cases[i].needle);
+  /* the chunk rule itself at the extremes of what validation lets through */
+  cr_assert_eq(rt_flce_chunk_rows(NULL, INT64_MAX, 1, 1), INT64_MAX);
+  cr_assert_eq(rt_flce_chunk_rows(NULL, two62 + 1, 16, 16), two62 + 1);
+  cr_assert_eq(rt_flce_chunk_rows(NULL, 4, INT32_MAX, 16), 4);
+  cr_assert_eq(rt_flce_chunk_rows(NULL, 4, 1, INT32_MAX), 1);
+  cr_assert_eq(rt_flce_chunk_rows(NULL, 0, 1, 1), 1);
 }
 
 Test(flce_refuses, overlapping_outputs, .init = fx_setup, .fini = fx_teardown) {

@@ -31,6 +31,7 @@
  * Shapes are small (rows of 37, 19 and 20 elements leave vector tails; the
  * shapes are in the comments at each op), so the file runs in seconds. */
 #include <criterion/criterion.h>
+#include <float.h>
 #include <stdio.h>
 
 #include "ref/flce_ref.h"
@@ -569,6 +570,45 @@ Test(nonfinite, float_arguments_are_refused) {
     o.label_smoothing = bad[k];
     cr_assert_eq(ubg_flce(ctx, UBG_F32, 2, 2, 4, x, x, t, &o, &out), UBG_EINVAL);
     cr_assert_eq(loss, -7, "loss written by a refused call");
+  }
+  ubg_ctx_destroy(ctx);
+}
+
+/* ubg_launch takes float arguments as doubles; a finite double that a
+ * float cannot hold (eps = 1e300 once ran as inf, giving y = 0 with
+ * status OK) or that would become 0 is refused, nothing written. Values
+ * that round but stay finite and nonzero are taken. */
+Test(nonfinite, float_arguments_that_do_not_survive_float_are_refused) {
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 1);
+  float x[2 * 4] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8], rstd[2];
+  const double bad[] = {1e300, -1e300, 3.5e38, 1e-300, -1e-60, 0x1p-150};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    memset(y, 0x5a, sizeof y), memset(rstd, 0x5a, sizeof rstd);
+    ubg_arg a[] = {{"x", UBG_ARG_PTR, {.p = x}},     {"y", UBG_ARG_PTR, {.p = y}},
+                   {"rstd", UBG_ARG_PTR, {.p = rstd}}, {"rows", UBG_ARG_I64, {.i = 2}},
+                   {"cols", UBG_ARG_I64, {.i = 4}},    {"eps", UBG_ARG_F64, {.f = bad[k]}}};
+    ubg_status st = ubg_launch(ctx, "rms_norm", "fwd", UBG_F32, a, sizeof a / sizeof a[0]);
+    cr_assert_eq(st, UBG_EINVAL, "eps = %g: %s", bad[k], ubg_status_str(st));
+    cr_assert(strstr(ubg_ctx_error(ctx), "eps = ") && strstr(ubg_ctx_error(ctx), "does not fit a float"), "%s",
+              ubg_ctx_error(ctx));
+    for (size_t i = 0; i < sizeof y; i++) cr_assert_eq(((unsigned char *)y)[i], 0x5a, "y written by a refused call");
+    for (size_t i = 0; i < sizeof rstd; i++) cr_assert_eq(((unsigned char *)rstd)[i], 0x5a, "rstd written");
+    /* offset too, which the spec's backward takes */
+    ubg_arg b[] = {{"dy", UBG_ARG_PTR, {.p = x}},      {"x", UBG_ARG_PTR, {.p = x}},
+                   {"rstd", UBG_ARG_PTR, {.p = rstd}}, {"dx", UBG_ARG_PTR, {.p = y}},
+                   {"rows", UBG_ARG_I64, {.i = 2}},    {"cols", UBG_ARG_I64, {.i = 4}},
+                   {"offset", UBG_ARG_F64, {.f = bad[k]}}};
+    cr_assert_eq(ubg_launch(ctx, "rms_norm", "bwd", UBG_F32, b, sizeof b / sizeof b[0]), UBG_EINVAL);
+    cr_assert(strstr(ubg_ctx_error(ctx), "offset = "), "%s", ubg_ctx_error(ctx));
+  }
+  /* 0, a value that rounds (0.1), the extremes of float itself: taken */
+  const double good[] = {0.0, 0.1, 1e-6, (double)FLT_MAX, (double)FLT_TRUE_MIN, 1e-40};
+  for (size_t k = 0; k < sizeof good / sizeof good[0]; k++) {
+    ubg_arg a[] = {{"x", UBG_ARG_PTR, {.p = x}},     {"y", UBG_ARG_PTR, {.p = y}},
+                   {"rstd", UBG_ARG_PTR, {.p = rstd}}, {"rows", UBG_ARG_I64, {.i = 2}},
+                   {"cols", UBG_ARG_I64, {.i = 4}},    {"eps", UBG_ARG_F64, {.f = good[k]}}};
+    cr_assert_eq(ubg_launch(ctx, "rms_norm", "fwd", UBG_F32, a, sizeof a / sizeof a[0]), UBG_OK, "eps = %g: %s",
+                 good[k], ubg_ctx_error(ctx));
   }
   ubg_ctx_destroy(ctx);
 }

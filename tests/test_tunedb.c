@@ -13,6 +13,10 @@
 
 #include "../gen/tunedb.h"
 
+#ifndef TC_TIME_SCALE
+#define TC_TIME_SCALE 1
+#endif
+
 static char dir[64];
 static char db_path[128];
 
@@ -80,14 +84,17 @@ static void assert_same_entry(const ug_tune_entry *a, const ug_tune_entry *b) {
   cr_expect_eq(a->rejected_ub, b->rejected_ub);
 }
 
+static const char *const ROWS_COLS[2] = {"rows", "cols"};
+
 static const ug_tune_entry *find(const ug_tunedb *db, const ug_tune_entry *e) {
-  return ug_tunedb_find(db, e->kernel, e->pass, e->dtype, e->nshape, e->shape, e->ub_bytes);
+  const char *names[UG_TUNE_MAX_SHAPE];
+  for (int i = 0; i < e->nshape; i++) names[i] = e->shape_names[i];
+  return ug_tunedb_find(db, e->kernel, e->pass, e->dtype, e->nshape, names, e->shape, e->ub_bytes);
 }
 
 static void save(const ug_tunedb *db) {
-  char err[512], warn[512];
-  cr_assert_eq(ug_tunedb_merge_save(db_path, db, err, sizeof err, warn, sizeof warn), 0, "%s", err);
-  cr_expect_str_eq(warn, "");
+  char err[512];
+  cr_assert_eq(ug_tunedb_merge_save(db_path, db, err, sizeof err), 0, "%s", err);
 }
 
 /* only the DB and its lock: no temporary file survives a save */
@@ -143,7 +150,7 @@ Test(tunedb, put_replaces_equal_key_only) {
   cr_assert_eq(ug_tunedb_put(&db, &other_name), 0);
   cr_expect_eq(db.n, 3);
   cr_expect_str_eq(db.e[0].variant, "second");
-  cr_expect_null(ug_tunedb_find(&db, "k", "fwd", 1, 2, a.shape, a.ub_bytes));
+  cr_expect_null(ug_tunedb_find(&db, "k", "fwd", 1, 2, ROWS_COLS, a.shape, a.ub_bytes));
   ug_tunedb_free(&db);
 }
 
@@ -261,18 +268,74 @@ Test(tunedb, syntax_error_has_line_and_column) {
   ug_tunedb_free(&db);
 }
 
-Test(tunedb, a_corrupt_file_is_replaced_on_save_with_a_warning) {
-  write_text(db_path, "{\"version\": 1, \"entries\": [");
+static char *slurp_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "%s", path);
+  static char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+/* A typo in --db must not destroy a file: anything that is not a DB this
+ * version reads is refused (-2) and left byte for byte, before a sweep
+ * (check_target) and at the save itself. It was replaced, with a warning. */
+Test(tunedb, a_file_that_is_not_a_db_is_never_overwritten) {
+  const char *texts[] = {
+      "{\"version\": 1, \"entries\": [",                       /* truncated */
+      "notes: tune rms_norm again tomorrow\n",                   /* a text file */
+      "{\"version\": 2, \"cpu\": \"x\", \"entries\": []}\n",        /* a newer format */
+      "",                                                      /* empty */
+      "{\"version\": 1, \"entries\": [{\"kernel\": \"k\"}]}\n",     /* an entry missing its fields */
+  };
   ug_tunedb db = {0};
   ug_tune_entry a = entry("k", 0, 4, 4, "v");
   ug_tunedb_put(&db, &a);
-  char err[512], warn[512];
-  cr_assert_eq(ug_tunedb_merge_save(db_path, &db, err, sizeof err, warn, sizeof warn), 0, "%s", err);
-  cr_expect_not_null(strstr(warn, db_path), "%s", warn);
+  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+    write_text(db_path, texts[i]);
+    char err[1024];
+    cr_assert_eq(ug_tunedb_check_target(db_path, "x", err, sizeof err), -2, "text %zu accepted", i);
+    cr_expect(strstr(err, db_path) && strstr(err, "not a tuning DB"), "%s", err);
+    cr_assert_eq(ug_tunedb_merge_save(db_path, &db, err, sizeof err), -2, "text %zu overwritten", i);
+    cr_expect(strstr(err, "not overwritten"), "%s", err);
+    cr_assert_str_eq(slurp_file(db_path), texts[i], "text %zu changed", i);
+  }
+  /* a DB this version reads is merged into, as before */
+  write_text(db_path, "{\"version\": 1, \"cpu\": \"x\", \"entries\": [" GOOD_ENTRY "]}");
+  char err[1024];
+  cr_assert_eq(ug_tunedb_check_target(db_path, "x", err, sizeof err), 0, "%s", err);
+  save(&db);
   ug_tunedb_free(&db);
+  char warn[512];
   cr_assert_eq(ug_tunedb_load(db_path, &db, warn, sizeof warn), 0, "%s", warn);
-  cr_expect_eq(db.n, 1);
+  cr_expect_eq(db.n, 2);
   ug_tunedb_free(&db);
+}
+
+/* what a sweep would find only at its end: a missing or read-only
+ * directory, a lock that cannot be opened, another CPU's DB */
+Test(tunedb, check_target_says_before_a_sweep_why_a_save_would_fail) {
+  char err[1024], path[256];
+  cr_assert_eq(ug_tunedb_check_target(db_path, "x", err, sizeof err), 0, "no file yet: %s", err);
+  snprintf(path, sizeof path, "%s/no/such/dir/db.json", dir);
+  cr_assert_eq(ug_tunedb_check_target(path, "x", err, sizeof err), -2);
+  cr_expect(strstr(err, "does not exist"), "%s", err);
+  char lock[300];
+  snprintf(lock, sizeof lock, "%s.lock", db_path);
+  cr_assert_eq(mkdir(lock, 0700), 0);
+  cr_assert_eq(ug_tunedb_check_target(db_path, "x", err, sizeof err), -2);
+  cr_expect(strstr(err, "lock"), "%s", err);
+  cr_assert_eq(rmdir(lock), 0);
+  write_text(db_path, "{\"version\": 1, \"cpu\": \"Other CPU\", \"entries\": []}");
+  cr_assert_eq(ug_tunedb_check_target(db_path, "x", err, sizeof err), -2);
+  cr_expect(strstr(err, "Other CPU"), "%s", err);
+  if (geteuid() == 0) return; /* root writes anywhere */
+  unlink(db_path);
+  cr_assert_eq(chmod(dir, 0500), 0);
+  cr_assert_eq(ug_tunedb_check_target(db_path, "x", err, sizeof err), -2);
+  cr_expect(strstr(err, "cannot write"), "%s", err);
+  chmod(dir, 0700);
 }
 
 /* a DB another user could have written steers every call: refused */
@@ -311,15 +374,16 @@ Test(tunedb, a_symlink_at_the_path_is_not_followed) {
   cr_expect_eq(db.n, 0);
   cr_expect_not_null(strstr(warn, db_path), "%s", warn);
 
-  /* saving replaces the link itself and leaves its target as it was */
+  /* saving neither writes through the link nor replaces it */
   ug_tune_entry a = entry("k", 0, 4, 4, "v");
   ug_tunedb_put(&db, &a);
   char err[512];
-  cr_assert_eq(ug_tunedb_merge_save(db_path, &db, err, sizeof err, warn, sizeof warn), 0, "%s", err);
+  cr_assert_eq(ug_tunedb_merge_save(db_path, &db, err, sizeof err), -2, "%s", err);
+  cr_expect(strstr(err, "symbolic link"), "%s", err);
   ug_tunedb_free(&db);
   struct stat st;
   cr_assert_eq(lstat(db_path, &st), 0);
-  cr_expect(S_ISREG(st.st_mode));
+  cr_expect(S_ISLNK(st.st_mode));
   FILE *f = fopen(target, "r");
   char got[1024] = {0};
   cr_assert_not_null(f);
@@ -335,10 +399,9 @@ static int tuner(int id) {
   for (int i = 0; i < PER_TUNER; i++) {
     ug_tunedb db = {0};
     ug_tune_entry e = entry("rms_norm", 0, id * 1000 + i, 64, id ? "b" : "a");
-    char err[512], warn[512];
-    if (ug_tunedb_put(&db, &e) < 0 || ug_tunedb_merge_save(db_path, &db, err, sizeof err, warn, sizeof warn) < 0 ||
-        warn[0]) {
-      fprintf(stderr, "tuner %d: %s%s\n", id, err, warn);
+    char err[512];
+    if (ug_tunedb_put(&db, &e) < 0 || ug_tunedb_merge_save(db_path, &db, err, sizeof err) < 0) {
+      fprintf(stderr, "tuner %d: %s\n", id, err);
       return 1;
     }
     ug_tunedb_free(&db);
@@ -368,5 +431,62 @@ Test(tunedb, two_concurrent_tuners_lose_no_entry) {
       cr_expect_not_null(find(&db, &e), "tuner %d entry %d lost", t, i);
     }
   assert_no_leftovers();
+  ug_tunedb_free(&db);
+}
+
+/* A DB re-saved with sorted keys (jq -S, Python's sort_keys) lists a shape
+ * as {"cols", "rows"}: its entries must still serve their own shapes, by
+ * name, and never the transposed one (they once did, matched by position) */
+Test(tunedb, shapes_match_by_name_in_any_order) {
+  write_text(db_path, "{\"version\": 1, \"entries\": [{\"kernel\": \"k\", \"pass\": \"fwd\", \"dtype\": \"f32\", "
+                      "\"shape\": {\"cols\": 256, \"rows\": 64}, \"ub_bytes\": 196608, \"variant\": \"v\", "
+                      "\"backend\": \"aot\", \"median_us\": 1.0, \"default_variant\": \"d\", \"default_median_us\": "
+                      "2.0, \"candidates\": 2, \"rejected_ub\": 0}]}");
+  ug_tunedb db;
+  char warn[512];
+  cr_assert_eq(ug_tunedb_load(db_path, &db, warn, sizeof warn), 0, "%s", warn);
+  const int64_t own[2] = {64, 256}, transposed[2] = {256, 64};
+  cr_assert_not_null(ug_tunedb_find(&db, "k", "fwd", 0, 2, ROWS_COLS, own, 196608), "its own shape");
+  cr_assert_null(ug_tunedb_find(&db, "k", "fwd", 0, 2, ROWS_COLS, transposed, 196608), "the transposed shape");
+  const char *other[2] = {"rowz", "cols"};
+  cr_assert_null(ug_tunedb_find(&db, "k", "fwd", 0, 2, other, own, 196608), "a name the entry does not have");
+  /* put replaces the entry whatever order its shape comes in */
+  ug_tune_entry e = entry("k", 0, 64, 256, "second");
+  cr_assert_eq(ug_tunedb_put(&db, &e), 0);
+  cr_assert_eq(db.n, 1);
+  cr_assert_str_eq(ug_tunedb_find(&db, "k", "fwd", 0, 2, ROWS_COLS, own, 196608)->variant, "second");
+  /* a shape naming one value twice has no key */
+  snprintf(e.shape_names[1], sizeof e.shape_names[1], "rows");
+  cr_assert_eq(ug_tunedb_put(&db, &e), -1);
+  ug_tunedb_free(&db);
+}
+
+/* A sweep over many shapes and machines makes big DBs, all loaded inside
+ * ubg_ctx_create: loading once took quadratic time (a linear search per
+ * insert: 80k entries in 74 s). 80k entries with distinct keys (a file of
+ * about 40 MB), saved and loaded, and every one found again; the timeout
+ * is the test. */
+#ifdef TC_REDUCED
+enum { BIG_DB = 8000 };
+#else
+enum { BIG_DB = 80000 };
+#endif
+Test(tunedb, eighty_thousand_entries_load_in_linear_time, .timeout = 30 * TC_TIME_SCALE) {
+  enum { N = BIG_DB };
+  ug_tunedb db = {0};
+  for (int i = 0; i < N; i++) {
+    ug_tune_entry e = entry(i % 2 ? "rms_norm" : "embedding", i % 3, 1 + i / 3, 64 << (i % 5), "v");
+    cr_assert_eq(ug_tunedb_put(&db, &e), 0);
+  }
+  cr_assert_eq(db.n, N);
+  save(&db);
+  ug_tunedb_free(&db);
+  char warn[512];
+  cr_assert_eq(ug_tunedb_load(db_path, &db, warn, sizeof warn), 0, "%s", warn);
+  cr_assert_eq(db.n, N);
+  for (int i = 0; i < N; i++) {
+    ug_tune_entry e = entry(i % 2 ? "rms_norm" : "embedding", i % 3, 1 + i / 3, 64 << (i % 5), "v");
+    cr_assert_not_null(find(&db, &e), "entry %d", i);
+  }
   ug_tunedb_free(&db);
 }

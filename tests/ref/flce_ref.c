@@ -12,7 +12,7 @@
  *   loss_r = raw (weights ? scale_w : scale_n) + s lse^2 scale_n
  *   z_loss_r = s lse^2 scale_n
  *   scale_n = MEAN ? 1 / max(n_valid, 1) : 1
- *   scale_w = MEAN && weights ? 1 / max(sum_valid w_y, 1e-12) : 1
+ *   scale_w = MEAN && weights ? 1 / sum_valid w_y : 1   (any sign; 1/0 = +Inf)
  * Its gradient wrt z_v, p_v = exp(z_v - lse):
  *   d raw / d z_v = (1 - ls) w_y (p_v - [v = y]) + eps (W_sum p_v - w_v)
  *   d (s lse^2) / d z_v = 2 s lse p_v
@@ -124,7 +124,7 @@ void flce_ref_full(int dt, int64_t bt, int64_t hidden, int64_t vocab, const void
                        .s = o->lse_square_scale,
                        .cap = o->softcap,
                        .scale_n = mean ? 1.0 / (double)(n_valid > 1 ? n_valid : 1) : 1.0,
-                       .scale_w = mean && cw ? 1.0 / (sw > 1e-12 || isnan(sw) ? sw : 1e-12) : 1.0,
+                       .scale_w = mean && cw ? 1.0 / sw : 1.0,
                        .wsum = wsum,
                        .w = cw};
 
