@@ -40,13 +40,17 @@ endif
 
 GEN_CORE := diag strbuf json_loc expr spec_load variant ubplan render source emit fsutil specset bind strategy tunedb tuned
 GEN_CLI  := cli cmd_list cmd_plan plan_flce cmd_emit emit_tuned cmd_check cmd_tune cmd_tune_merge tune_timing tune_flce tune_svg shape_arg check_run
-RUNTIME  := messages config registry kernels pools grid ctx launch jit jit_tcc jit_gcc datadir vops op_rms_norm op_embedding op_attn_res op_flce
+RUNTIME  := messages config registry kernels pools grid ctx launch jit jit_tcc jit_gcc datadir vops op_rms_norm op_embedding op_attn_res op_flce op_cross_entropy ce_rows
 
 GEN_OBJS := $(GEN_CORE:%=$(BUILD)/obj/gen/%.o)
 CLI_OBJS := $(GEN_CLI:%=$(BUILD)/obj/gen/%.o)
 RT_OBJS  := $(RUNTIME:%=$(BUILD)/obj/runtime/%.o)
-# the shared library cannot hold Debian's non-PIC libtcc.a: a stub backend there
-RT_OBJS_SO := $(filter-out $(BUILD)/obj/runtime/jit_tcc.o,$(RT_OBJS)) $(BUILD)/obj/runtime-so/jit_tcc.o
+# libtcc inside libubgen.so: Debian's libtcc.a is position-independent code
+# but for PC-relative loads of glibc's stdout, stderr and environ, which a
+# shared object cannot resolve; in this copy they load pointers that
+# runtime/jit_tcc.c owns (and sets from glibc's when the library loads)
+LIBTCC_A := $(shell $(CC) -print-file-name=libtcc.a)
+LIBTCC_SO := $(BUILD)/lib/libtcc-so.a
 REF_SRCS := $(wildcard tests/ref/*.c)
 REF_OBJS := $(REF_SRCS:tests/ref/%.c=$(BUILD)/obj/ref/%.o)
 SPECS    := $(wildcard specs/*.json)
@@ -85,9 +89,10 @@ $(BUILD)/blas-$(BLAS).flag:
 $(BUILD)/obj/runtime/vops.o: runtime/vops.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(KFLAGS) -c $< -o $@
-$(BUILD)/obj/runtime-so/jit_tcc.o: runtime/jit_tcc.c $(HEADERS)
+$(LIBTCC_SO): $(LIBTCC_A)
 	@mkdir -p $(@D)
-	$(CC) $(LIBFLAGS) $(CFLAGS) -DUBG_NO_TCC -c $< -o $@
+	objcopy --redefine-sym stdout=ubg_tcc_stdout --redefine-sym stderr=ubg_tcc_stderr \
+	  --redefine-sym environ=ubg_tcc_environ $< $@
 $(BUILD)/obj/ref/%.o: tests/ref/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $(CFLAGS) -Itemplates -c $< -o $@
@@ -120,10 +125,10 @@ $(LIB_A): $(RT_OBJS) $(GEN_OBJS) $(KLIST)
 	@mkdir -p $(@D)
 	@rm -f $@
 	ar rcs $@ $(RT_OBJS) $(GEN_OBJS) $$(cat $(KLIST))
-$(LIB_SO): $(RT_OBJS_SO) $(GEN_OBJS) $(KLIST) mk/libubgen.map
+$(LIB_SO): $(RT_OBJS) $(GEN_OBJS) $(KLIST) $(LIBTCC_SO) mk/libubgen.map
 	@mkdir -p $(@D)
-	$(CC) -shared -fopenmp -Wl,-soname,libubgen.so -Wl,--version-script=mk/libubgen.map -o $@ $(RT_OBJS_SO) $(GEN_OBJS) \
-	  $$(cat $(KLIST)) $(filter-out -ltcc,$(LDLIBS))
+	$(CC) -shared -fopenmp -Wl,-soname,libubgen.so -Wl,--version-script=mk/libubgen.map -Wl,-z,defs -o $@ $(RT_OBJS) \
+	  $(GEN_OBJS) $$(cat $(KLIST)) $(LIBTCC_SO) $(filter-out -ltcc,$(LDLIBS))
 
 $(UBGEN): $(CLI_OBJS) $(BUILD)/obj/gen/ubgen.o $(REF_OBJS) $(LIB_A)
 	@mkdir -p $(@D)

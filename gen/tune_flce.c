@@ -121,7 +121,7 @@ int ug_tune_flce_chunk(const ug_tune_sink *s, int dtype, ug_flce_shape sh, int r
   for (int64_t i = 0; i < bt; i++) t[i] = (int64_t)((seed = seed * 6364136223846793005ull + 1) >> 33) % v;
   r.c = cand, r.dtype = dtype, r.sh = sh, r.x = x, r.w = w, r.t = t, r.reps = reps;
   ubg_flce_opts_init(&r.opts);
-  r.out = (ubg_flce_out){&loss, NULL, NULL, dx, dw, NULL};
+  r.out = (ubg_flce_out){&loss, NULL, NULL, dx, dw, NULL, NULL};
 
   /* verification, and the warm-up: the generated GEMMs give the same bits
    * at every chunk size; OpenBLAS is held to Liger's f32 tolerance */

@@ -13,28 +13,24 @@
 #include "internal.h"
 #include "vops.h"
 
-#ifdef UBG_NO_TCC
-/* libubgen.so: Debian ships libtcc only as a non-PIC static archive (with
- * PC-relative references to glibc's stdout and __environ), which cannot be
- * linked into a shared object. */
-const int rt_have_tcc = 0;
-
-ubg_status rt_tcc_compile(ubg_ctx *ctx, const char *name, const char *src, ubg_kernel_fn *fn, void **state) {
-  (void)src;
-  *fn = NULL;
-  *state = NULL;
-  return rt_fail(ctx, UBG_ENOTFOUND,
-                 "%s: the shared libubgen has no tcc backend (Debian's libtcc is a non-PIC static archive); link "
-                 "libubgen.a for it",
-                 name);
-}
-
-void rt_tcc_free(void *state) { (void)state; }
-
-#else
 #include <libtcc.h>
 
 const int rt_have_tcc = 1;
+
+/* libubgen.so links a copy of Debian's libtcc.a whose references to
+ * glibc's stdout, stderr and environ are renamed to these (the Makefile's
+ * libtcc-so.a): PC-relative loads of another object's data cannot be
+ * resolved in a shared object, loads of the library's own can. libubgen.a
+ * links libtcc.a as it is and leaves these unused. */
+UBG_HIDDEN FILE *ubg_tcc_stdout, *ubg_tcc_stderr;
+UBG_HIDDEN char **ubg_tcc_environ;
+extern char **environ;
+
+__attribute__((constructor)) static void tcc_globals(void) {
+  ubg_tcc_stdout = stdout;
+  ubg_tcc_stderr = stderr;
+  ubg_tcc_environ = environ;
+}
 
 static pthread_mutex_t tcc_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -120,4 +116,3 @@ void rt_tcc_free(void *state) {
   tcc_delete(state);
   pthread_mutex_unlock(&tcc_lock);
 }
-#endif

@@ -4,7 +4,7 @@
  *
  *   for each chunk of c rows (chunk rule below):
  *     logits [c, vocab] f32  = x_chunk weight^T (+ bias)        pass flce.logits (or sgemm)
- *     CE over each row: loss, z_loss, argmax; logits := dloss/dlogits      pass flce.ce
+ *     CE over each row: loss, z_loss, argmax; logits := dloss/dlogits      pass flce.ce (ce_rows.c)
  *     dx_chunk [c, hidden]  = dlogits weight                     pass flce.dx
  *     dw_acc [vocab, hidden] += dlogits^T x_chunk; dbias_acc += column sums  pass flce.dw
  *
@@ -13,18 +13,14 @@
  * accumulators for dweight and dbias when the dtype is not f32 (docs/
  * decisions.md). Everything that can fail is checked first (arguments,
  * targets, sizes, overlaps, memory, and every pass's variant, compiled),
- * so a failed call writes nothing.
- *
- * The mean's denominators (rows not ignored, sum of their class weights)
- * are over the whole call and are computed before the first chunk, as
- * Liger's ce_stats. The loss is summed over rows in row order in double. */
+ * so a failed call writes nothing. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../templates/prelude.h"
-#include "internal.h"
+#include "ce_rows.h"
 #ifdef UBG_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
@@ -111,134 +107,65 @@ void rt_flce_choose(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hid
   }
 }
 
-typedef struct {
-  const char *name;
-  const void *p;
-  int64_t bytes;
-  bool out;
-} region;
-
-/* outputs may not overlap each other or any input */
-static ubg_status check_overlaps(const ubg_ctx *ctx, const region *r, int n) {
-  for (int i = 0; i < n; i++)
-    for (int j = i + 1; j < n; j++) {
-      if (!r[i].p || !r[j].p || !r[i].bytes || !r[j].bytes || (!r[i].out && !r[j].out)) continue;
-      uintptr_t a = (uintptr_t)r[i].p, b = (uintptr_t)r[j].p;
-      if (a < b + (uintptr_t)r[j].bytes && b < a + (uintptr_t)r[i].bytes)
-        return rt_fail(ctx, UBG_EINVAL, "ubg_flce: %s [%p, +%lld bytes) and %s [%p, +%lld bytes) overlap", r[i].name,
-                       r[i].p, (long long)r[i].bytes, r[j].name, r[j].p, (long long)r[j].bytes);
-    }
-  return UBG_OK;
-}
-
-/* what [a_name x b_name = a x b] of esize-byte elements, overflow-checked */
-static ubg_status check_size(const ubg_ctx *ctx, const char *what, const char *dims, int64_t a, int64_t b, int64_t esize,
-                             int64_t *bytes) {
-  if (__builtin_mul_overflow(a, b, bytes) || __builtin_mul_overflow(*bytes, esize, bytes) ||
-      *bytes > (int64_t)(PTRDIFF_MAX / 4))
-    return rt_fail(ctx, UBG_EINVAL,
-                   "ubg_flce: %s of %s = %lld x %lld elements of %lld bytes does not fit in memory (the byte size "
-                   "overflows)",
-                   what, dims, (long long)a, (long long)b, (long long)esize);
-  return UBG_OK;
-}
-
-/* every pointer aligned to its element size, before anything reads it (as
- * ubg_launch's check_alignment: a misaligned float * or int64_t * is
- * undefined behaviour in C) */
-static ubg_status check_aligned(const ubg_ctx *ctx, const char *what, const void *p, size_t esize, const char *elem) {
-  if ((uintptr_t)p % esize)
-    return rt_fail(ctx, UBG_EINVAL, "ubg_flce: %s = %p is not aligned to %zu bytes (the size of its %s elements)", what,
-                   p, esize, elem);
-  return UBG_OK;
-}
-
-static double ld(const void *p, int64_t i, ubg_dtype dt) {
-  return dt == UBG_F32 ? ubg_ld_f32(p, i) : dt == UBG_F16 ? ubg_ld_f16(p, i) : ubg_ld_bf16(p, i);
-}
-
 /* one call's plan: what the passes get */
 typedef struct {
-  ubg_ctx *ctx;
-  ubg_dtype dt;
-  size_t es; /* bytes per element of x, weight, dx */
-  int64_t bt, hidden, vocab, chunk;
-  const void *x, *weight, *bias, *ce_weight;
-  const int64_t *target;
-  ubg_flce_opts o;
+  rt_ce_rows ce; /* the options, the targets and the per-row outputs */
+  size_t es;     /* bytes per element of x, weight, dx */
+  int64_t hidden, chunk;
+  const void *x, *weight;
   const ubg_flce_out *out;
-  bool grad, blas;
-  float scale_n, scale_w, weight_sum;
-  float *logits, *loss_rows, *z_rows; /* scratch */
-  float *dw_acc, *dbias_acc;          /* dweight / dbias themselves when f32 */
-  char variants[4][160];              /* the last variant of each pass, for ubg_ctx_last_variant */
+  bool blas;
+  float *logits;             /* scratch: a chunk of logits */
+  float *dw_acc, *dbias_acc; /* dweight / dbias themselves when f32 */
+  char variants[4][160];     /* the last variant of each pass, for ubg_ctx_last_variant */
 } plan;
 
 static void note_variant(plan *p, int pass) {
-  const char *v = ubg_ctx_last_variant(p->ctx);
+  const char *v = ubg_ctx_last_variant(p->ce.ctx);
   snprintf(p->variants[pass], sizeof p->variants[pass], "%s", v ? v : "?");
 }
 
 static ubg_status run_logits(plan *p, int64_t off, int64_t rows) {
   const char *x = (const char *)p->x + (size_t)(off * p->hidden) * p->es;
+  const int64_t vocab = p->ce.vocab;
+  const void *bias = p->ce.o.bias;
 #ifdef UBG_HAVE_OPENBLAS
   if (p->blas) {
     if (rows == 0) return UBG_OK;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)p->vocab, (int)p->hidden, 1.0f,
-                (const float *)x, (int)p->hidden, p->weight, (int)p->hidden, 0.0f, p->logits, (int)p->vocab);
-    if (p->bias)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)vocab, (int)p->hidden, 1.0f,
+                (const float *)x, (int)p->hidden, p->weight, (int)p->hidden, 0.0f, p->logits, (int)vocab);
+    if (bias)
       for (int64_t i = 0; i < rows; i++)
-        for (int64_t v = 0; v < p->vocab; v++) p->logits[i * p->vocab + v] += ((const float *)p->bias)[v];
+        for (int64_t v = 0; v < vocab; v++) p->logits[i * vocab + v] += ((const float *)bias)[v];
     snprintf(p->variants[0], sizeof p->variants[0], "openblas");
     return UBG_OK;
   }
 #endif
   ubg_arg a[] = {
-      {"x", UBG_ARG_PTR, {.p = (void *)x}},          {"weight", UBG_ARG_PTR, {.p = (void *)p->weight}},
-      {"bias", UBG_ARG_PTR, {.p = (void *)p->bias}}, {"logits", UBG_ARG_PTR, {.p = p->logits}},
-      {"bt", UBG_ARG_I64, {.i = rows}},              {"hidden", UBG_ARG_I64, {.i = p->hidden}},
-      {"vocab", UBG_ARG_I64, {.i = p->vocab}},
+      {"x", UBG_ARG_PTR, {.p = (void *)x}},       {"weight", UBG_ARG_PTR, {.p = (void *)p->weight}},
+      {"bias", UBG_ARG_PTR, {.p = (void *)bias}}, {"logits", UBG_ARG_PTR, {.p = p->logits}},
+      {"bt", UBG_ARG_I64, {.i = rows}},           {"hidden", UBG_ARG_I64, {.i = p->hidden}},
+      {"vocab", UBG_ARG_I64, {.i = vocab}},
   };
-  ubg_status s = rt_launch(p->ctx, "flce", "logits", p->dt, a, sizeof a / sizeof a[0]);
+  ubg_status s = rt_launch(p->ce.ctx, "flce", "logits", p->ce.dt, a, sizeof a / sizeof a[0]);
   if (!s) note_variant(p, 0);
   return s;
 }
 
 static ubg_status run_ce(plan *p, int64_t off, int64_t rows) {
-  bool none = p->o.reduction == UBG_REDUCE_NONE;
-  float *loss = none ? p->out->loss + off : p->loss_rows;
-  float *z = !p->out->z_loss ? NULL : none ? p->out->z_loss + off : p->z_rows;
-  ubg_arg a[] = {
-      {"logits", UBG_ARG_PTR, {.p = p->logits}},
-      {"target", UBG_ARG_PTR, {.p = (void *)(p->target + off)}},
-      {"ce_weight", UBG_ARG_PTR, {.p = (void *)p->ce_weight}},
-      {"loss", UBG_ARG_PTR, {.p = loss}},
-      {"z_loss", UBG_ARG_PTR, {.p = z}},
-      {"argmax", UBG_ARG_PTR, {.p = p->out->argmax ? p->out->argmax + off : NULL}},
-      {"bt", UBG_ARG_I64, {.i = rows}},
-      {"hidden", UBG_ARG_I64, {.i = p->hidden}},
-      {"vocab", UBG_ARG_I64, {.i = p->vocab}},
-      {"ignore_index", UBG_ARG_I64, {.i = p->o.ignore_index}},
-      {"grad", UBG_ARG_I64, {.i = p->grad}},
-      {"scale_n", UBG_ARG_F64, {.f = p->scale_n}},
-      {"scale_w", UBG_ARG_F64, {.f = p->scale_w}},
-      {"weight_sum", UBG_ARG_F64, {.f = p->weight_sum}},
-      {"label_smoothing", UBG_ARG_F64, {.f = p->o.label_smoothing}},
-      {"lse_square_scale", UBG_ARG_F64, {.f = p->o.lse_square_scale}},
-      {"softcap", UBG_ARG_F64, {.f = p->o.softcap}},
-  };
-  ubg_status s = rt_launch(p->ctx, "flce", "ce", p->dt, a, sizeof a / sizeof a[0]);
-  if (!s) note_variant(p, 1);
+  ubg_status s = rt_ce_rows_run(&p->ce, p->logits, off, rows);
+  if (!s) snprintf(p->variants[1], sizeof p->variants[1], "%s", p->ce.variant);
   return s;
 }
 
 static ubg_status run_dx(plan *p, int64_t off, int64_t rows) {
   char *dx = (char *)p->out->dx + (size_t)(off * p->hidden) * p->es;
+  const int64_t vocab = p->ce.vocab;
 #ifdef UBG_HAVE_OPENBLAS
   if (p->blas) {
     if (rows == 0) return UBG_OK;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)p->hidden, (int)p->vocab, 1.0f, p->logits,
-                (int)p->vocab, p->weight, (int)p->hidden, 0.0f, (float *)dx, (int)p->hidden);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)p->hidden, (int)vocab, 1.0f, p->logits,
+                (int)vocab, p->weight, (int)p->hidden, 0.0f, (float *)dx, (int)p->hidden);
     snprintf(p->variants[2], sizeof p->variants[2], "openblas");
     return UBG_OK;
   }
@@ -246,35 +173,36 @@ static ubg_status run_dx(plan *p, int64_t off, int64_t rows) {
   ubg_arg a[] = {
       {"dlogits", UBG_ARG_PTR, {.p = p->logits}}, {"weight", UBG_ARG_PTR, {.p = (void *)p->weight}},
       {"dx", UBG_ARG_PTR, {.p = dx}},             {"bt", UBG_ARG_I64, {.i = rows}},
-      {"hidden", UBG_ARG_I64, {.i = p->hidden}},  {"vocab", UBG_ARG_I64, {.i = p->vocab}},
+      {"hidden", UBG_ARG_I64, {.i = p->hidden}},  {"vocab", UBG_ARG_I64, {.i = vocab}},
   };
-  ubg_status s = rt_launch(p->ctx, "flce", "dx", p->dt, a, sizeof a / sizeof a[0]);
+  ubg_status s = rt_launch(p->ce.ctx, "flce", "dx", p->ce.dt, a, sizeof a / sizeof a[0]);
   if (!s) note_variant(p, 2);
   return s;
 }
 
 static ubg_status run_dw(plan *p, int64_t off, int64_t rows) {
   const char *x = (const char *)p->x + (size_t)(off * p->hidden) * p->es;
+  const int64_t vocab = p->ce.vocab;
 #ifdef UBG_HAVE_OPENBLAS
   if (p->blas) {
     if (rows == 0) return UBG_OK;
     if (p->dw_acc)
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)p->vocab, (int)p->hidden, (int)rows, 1.0f, p->logits,
-                  (int)p->vocab, (const float *)x, (int)p->hidden, 1.0f, p->dw_acc, (int)p->hidden);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)vocab, (int)p->hidden, (int)rows, 1.0f, p->logits,
+                  (int)vocab, (const float *)x, (int)p->hidden, 1.0f, p->dw_acc, (int)p->hidden);
     if (p->dbias_acc)
       for (int64_t i = 0; i < rows; i++)
-        for (int64_t v = 0; v < p->vocab; v++) p->dbias_acc[v] += p->logits[i * p->vocab + v];
+        for (int64_t v = 0; v < vocab; v++) p->dbias_acc[v] += p->logits[i * vocab + v];
     snprintf(p->variants[3], sizeof p->variants[3], "openblas");
     return UBG_OK;
   }
 #endif
   ubg_arg a[] = {
-      {"dlogits", UBG_ARG_PTR, {.p = p->logits}},   {"x", UBG_ARG_PTR, {.p = (void *)x}},
-      {"dw_acc", UBG_ARG_PTR, {.p = p->dw_acc}},    {"dbias_acc", UBG_ARG_PTR, {.p = p->dbias_acc}},
-      {"bt", UBG_ARG_I64, {.i = rows}},             {"hidden", UBG_ARG_I64, {.i = p->hidden}},
-      {"vocab", UBG_ARG_I64, {.i = p->vocab}},
+      {"dlogits", UBG_ARG_PTR, {.p = p->logits}}, {"x", UBG_ARG_PTR, {.p = (void *)x}},
+      {"dw_acc", UBG_ARG_PTR, {.p = p->dw_acc}},  {"dbias_acc", UBG_ARG_PTR, {.p = p->dbias_acc}},
+      {"bt", UBG_ARG_I64, {.i = rows}},           {"hidden", UBG_ARG_I64, {.i = p->hidden}},
+      {"vocab", UBG_ARG_I64, {.i = vocab}},
   };
-  ubg_status s = rt_launch(p->ctx, "flce", "dw", p->dt, a, sizeof a / sizeof a[0]);
+  ubg_status s = rt_launch(p->ce.ctx, "flce", "dw", p->ce.dt, a, sizeof a / sizeof a[0]);
   if (!s) note_variant(p, 3);
   return s;
 }
@@ -292,112 +220,66 @@ static ubg_status prepare_passes(plan *p) {
   return UBG_OK;
 }
 
-static ubg_status validate(plan *p, const ubg_flce_opts *opts, int64_t *loss_n) {
-  const ubg_ctx *ctx = p->ctx;
+static ubg_status validate(plan *p, const ubg_flce_opts *opts) {
+  rt_ce_rows *c = &p->ce;
+  const ubg_ctx *ctx = c->ctx;
   const ubg_flce_out *out = p->out;
-  if ((unsigned)p->dt > UBG_BF16)
-    return rt_fail(ctx, UBG_EINVAL, "ubg_flce: dtype %d is not one of UBG_F32, UBG_F16, UBG_BF16", (int)p->dt);
-  if (p->bt < 0) return rt_fail(ctx, UBG_EINVAL, "ubg_flce: bt = %lld is negative", (long long)p->bt);
+  const char *fn = c->fn;
+  if ((unsigned)c->dt > UBG_BF16)
+    return rt_fail(ctx, UBG_EINVAL, "ubg_flce: dtype %d is not one of UBG_F32, UBG_F16, UBG_BF16", (int)c->dt);
+  if (c->bt < 0) return rt_fail(ctx, UBG_EINVAL, "ubg_flce: bt = %lld is negative", (long long)c->bt);
   if (p->hidden < 1) return rt_fail(ctx, UBG_EINVAL, "ubg_flce: hidden = %lld is below 1", (long long)p->hidden);
-  if (p->vocab < 1) return rt_fail(ctx, UBG_EINVAL, "ubg_flce: vocab = %lld is below 1", (long long)p->vocab);
-  if (p->vocab > INT32_MAX || p->hidden > INT32_MAX)
-    return rt_fail(ctx, UBG_EINVAL, "ubg_flce: vocab = %lld and hidden = %lld must be below 2^31", (long long)p->vocab,
+  if (c->vocab < 1) return rt_fail(ctx, UBG_EINVAL, "ubg_flce: vocab = %lld is below 1", (long long)c->vocab);
+  if (c->vocab > INT32_MAX || p->hidden > INT32_MAX)
+    return rt_fail(ctx, UBG_EINVAL, "ubg_flce: vocab = %lld and hidden = %lld must be below 2^31", (long long)c->vocab,
                    (long long)p->hidden);
   if (!p->x) return rt_fail(ctx, UBG_EINVAL, "ubg_flce: x is NULL");
   if (!p->weight) return rt_fail(ctx, UBG_EINVAL, "ubg_flce: weight is NULL");
-  if (!p->target) return rt_fail(ctx, UBG_EINVAL, "ubg_flce: target is NULL");
+  if (!c->target) return rt_fail(ctx, UBG_EINVAL, "ubg_flce: target is NULL");
   if (!out) return rt_fail(ctx, UBG_EINVAL, "ubg_flce: out is NULL");
-  if (!out->loss) return rt_fail(ctx, UBG_EINVAL, "ubg_flce: out->loss is NULL");
-  if (opts) p->o = *opts;
-  else ubg_flce_opts_init(&p->o);
-  const ubg_flce_opts *o = &p->o;
-  if ((unsigned)o->reduction > UBG_REDUCE_NONE)
-    return rt_fail(ctx, UBG_EINVAL, "ubg_flce: opts->reduction = %d is not one of UBG_REDUCE_MEAN, SUM, NONE",
-                   (int)o->reduction);
-  if (!(o->label_smoothing >= 0.0f && o->label_smoothing <= 1.0f))
-    return rt_fail(ctx, UBG_EINVAL, "ubg_flce: opts->label_smoothing = %g is outside [0, 1]", o->label_smoothing);
-  if (!isfinite(o->lse_square_scale))
-    return rt_fail(ctx, UBG_EINVAL, "ubg_flce: opts->lse_square_scale = %g is not finite", o->lse_square_scale);
-  if (!(o->softcap >= 0.0f) || !isfinite(o->softcap))
-    return rt_fail(ctx, UBG_EINVAL, "ubg_flce: opts->softcap = %g must be 0 (off) or a finite positive number",
-                   o->softcap);
-  if (out->dbias && !o->bias) return rt_fail(ctx, UBG_EINVAL, "ubg_flce: out->dbias is given but opts->bias is NULL");
-  p->bias = o->bias;
-  p->ce_weight = o->ce_weight;
-
-  int64_t es = (int64_t)p->es, b_x, b_w, b_t, b_v, b_loss;
+  /* x and weight first: their sizes are the ones a huge bt or hidden overflows */
+  int64_t es = (int64_t)p->es, b_x, b_w, b_v;
   ubg_status s;
-  const char *dt = p->dt == UBG_F32 ? "f32" : p->dt == UBG_F16 ? "f16" : "bf16";
-  if ((s = check_aligned(ctx, "x", p->x, p->es, dt)) || (s = check_aligned(ctx, "weight", p->weight, p->es, dt)) ||
-      (s = check_aligned(ctx, "target", p->target, 8, "i64")) ||
-      (s = check_aligned(ctx, "opts->ce_weight", o->ce_weight, p->es, dt)) ||
-      (s = check_aligned(ctx, "opts->bias", o->bias, p->es, dt)) ||
-      (s = check_aligned(ctx, "out->loss", out->loss, 4, "f32")) ||
-      (s = check_aligned(ctx, "out->z_loss", out->z_loss, 4, "f32")) ||
-      (s = check_aligned(ctx, "out->argmax", out->argmax, 8, "i64")) ||
-      (s = check_aligned(ctx, "out->dx", out->dx, p->es, dt)) ||
-      (s = check_aligned(ctx, "out->dweight", out->dweight, p->es, dt)) ||
-      (s = check_aligned(ctx, "out->dbias", out->dbias, p->es, dt)))
+  if ((s = rt_check_size(ctx, fn, "x", "bt x hidden", c->bt, p->hidden, es, &b_x)) ||
+      (s = rt_check_size(ctx, fn, "weight", "vocab x hidden", c->vocab, p->hidden, es, &b_w)) ||
+      (s = rt_check_size(ctx, fn, "the vocab", "vocab x 1", c->vocab, 1, es, &b_v)))
     return s;
-  *loss_n = o->reduction == UBG_REDUCE_NONE ? p->bt : 1;
-  if ((s = check_size(ctx, "x", "bt x hidden", p->bt, p->hidden, es, &b_x)) ||
-      (s = check_size(ctx, "weight", "vocab x hidden", p->vocab, p->hidden, es, &b_w)) ||
-      (s = check_size(ctx, "target", "bt x 1", p->bt, 1, 8, &b_t)) ||
-      (s = check_size(ctx, "the vocab", "vocab x 1", p->vocab, 1, es, &b_v)) ||
-      (s = check_size(ctx, "loss", o->reduction == UBG_REDUCE_NONE ? "bt x 1" : "1 x 1", *loss_n, 1, 4, &b_loss)))
+  rt_region r[16];
+  int nr = 0;
+  if ((s = rt_ce_rows_check(c, opts, out->loss, out->z_loss, out->argmax, out->token_accuracy, r, &nr))) return s;
+  const void *bias = c->o.bias;
+  if (out->dbias && !bias) return rt_fail(ctx, UBG_EINVAL, "ubg_flce: out->dbias is given but opts->bias is NULL");
+  const char *dt = rt_dtype_text(c->dt);
+  if ((s = rt_check_aligned(ctx, fn, "x", p->x, p->es, dt)) ||
+      (s = rt_check_aligned(ctx, fn, "weight", p->weight, p->es, dt)) ||
+      (s = rt_check_aligned(ctx, fn, "opts->bias", bias, p->es, dt)) ||
+      (s = rt_check_aligned(ctx, fn, "out->dx", out->dx, p->es, dt)) ||
+      (s = rt_check_aligned(ctx, fn, "out->dweight", out->dweight, p->es, dt)) ||
+      (s = rt_check_aligned(ctx, fn, "out->dbias", out->dbias, p->es, dt)))
     return s;
-  region r[] = {
+  const rt_region mine[] = {
       {"x", p->x, b_x, false},
       {"weight", p->weight, b_w, false},
-      {"target", p->target, b_t, false},
-      {"opts->ce_weight", o->ce_weight, b_v, false},
-      {"opts->bias", o->bias, b_v, false},
-      {"out->loss", out->loss, b_loss, true},
-      {"out->z_loss", out->z_loss, b_loss, true},
-      {"out->argmax", out->argmax, b_t, true},
+      {"opts->bias", bias, b_v, false},
       {"out->dx", out->dx, b_x, true},
       {"out->dweight", out->dweight, b_w, true},
       {"out->dbias", out->dbias, b_v, true},
   };
-  if ((s = check_overlaps(ctx, r, (int)(sizeof r / sizeof r[0])))) return s;
-  for (int64_t i = 0; i < p->bt; i++) {
-    int64_t y = p->target[i];
-    if (y != o->ignore_index && (y < 0 || y >= p->vocab))
-      return rt_fail(ctx, UBG_ERANGE,
-                     "ubg_flce: target[%lld] = %lld is outside [0, vocab) = [0, %lld) and is not ignore_index = %lld",
-                     (long long)i, (long long)y, (long long)p->vocab, (long long)o->ignore_index);
-  }
-  return UBG_OK;
+  for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++) r[nr++] = mine[i];
+  return rt_check_overlaps(ctx, fn, r, nr);
 }
 
 /* OpenBLAS's GEMMs, when chosen: in this build, and with int sizes */
 static ubg_status check_blas(const plan *p) {
-  if (!p->blas || p->dt != UBG_F32) return UBG_OK;
+  if (!p->blas || p->ce.dt != UBG_F32) return UBG_OK;
 #ifndef UBG_HAVE_OPENBLAS
-  return rt_fail(p->ctx, UBG_EINVAL, "ubg_flce: UBGEN_FLCE_GEMM=openblas, but this library was not built with BLAS=openblas");
+  return rt_fail(p->ce.ctx, UBG_EINVAL,
+                 "ubg_flce: UBGEN_FLCE_GEMM=openblas, but this library was not built with BLAS=openblas");
 #else
-  if (p->bt > INT32_MAX) return rt_fail(p->ctx, UBG_EINVAL, "ubg_flce: bt = %lld is above OpenBLAS's int", (long long)p->bt);
+  if (p->ce.bt > INT32_MAX)
+    return rt_fail(p->ce.ctx, UBG_EINVAL, "ubg_flce: bt = %lld is above OpenBLAS's int", (long long)p->ce.bt);
   return UBG_OK;
 #endif
-}
-
-/* the mean's denominators over the whole call, as Liger's ce_stats */
-static void reduction_factors(plan *p) {
-  int64_t n_valid = 0;
-  double sw = 0, wsum = 0;
-  for (int64_t i = 0; i < p->bt; i++) {
-    if (p->target[i] == p->o.ignore_index) continue;
-    n_valid++;
-    if (p->ce_weight) sw += ld(p->ce_weight, p->target[i], p->dt);
-  }
-  if (p->ce_weight)
-    for (int64_t v = 0; v < p->vocab; v++) wsum += ld(p->ce_weight, v, p->dt);
-  bool mean = p->o.reduction == UBG_REDUCE_MEAN;
-  p->scale_n = mean ? (float)(1.0 / (double)(n_valid > 0 ? n_valid : 1)) : 1.0f;
-  /* torch's formula for any sign of the weights; a sum of exactly 0 over
-   * counted rows gives 1/0 = +Inf, as torch's division does (docs/decisions.md) */
-  p->scale_w = mean && p->ce_weight ? (float)(1.0 / sw) : 1.0f;
-  p->weight_sum = (float)wsum;
 }
 
 /* n bytes in whole 64-byte lines, at least one */
@@ -414,8 +296,8 @@ void rt_flce_scratch_sizes(ubg_dtype dtype, int64_t chunk, int64_t hidden, int64
   s->total = s->logits + s->loss_rows + s->z_rows + s->dw_acc + s->dbias_acc;
 }
 
-/* scratch of n bytes (a multiple of 64, rt_flce_scratch_sizes's), all of
- * it before anything is written; *bytes counts it. NULL for n == 0 too. */
+/* scratch of n bytes (a multiple of 64), zeroed or not; *bytes counts it.
+ * NULL for n == 0 too. */
 static void *scratch(size_t n, bool zero, size_t *bytes) {
   if (n == 0) return NULL;
   void *q = aligned_alloc(64, n);
@@ -439,45 +321,44 @@ ubg_status ubg_flce(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, i
   last_scratch = 0;
   plan p;
   memset(&p, 0, sizeof p);
-  p.ctx = ctx;
-  p.dt = dtype;
-  p.es = dtype == UBG_F32 ? 4 : 2;
-  p.bt = bt;
+  p.ce.ctx = ctx;
+  p.ce.fn = "ubg_flce";
+  p.ce.dt = dtype;
+  p.ce.bt = bt;
+  p.ce.vocab = vocab;
+  p.ce.target = target;
+  p.es = rt_dtype_bytes(dtype);
   p.hidden = hidden;
-  p.vocab = vocab;
   p.x = x;
   p.weight = weight;
-  p.target = target;
   p.out = out;
-  int64_t loss_n, b_logits;
-  ubg_status s = validate(&p, opts, &loss_n);
+  int64_t b_logits;
+  ubg_status s = validate(&p, opts);
   if (s) return s;
   /* the chunk only now: its rule does arithmetic on the sizes */
   rt_flce_choice choice;
   rt_flce_choose(ctx, dtype, bt, hidden, vocab, &choice);
   p.chunk = choice.chunk;
   p.blas = choice.openblas;
-  if ((s = check_size(ctx, "a chunk of logits", "chunk x vocab", p.chunk, vocab, 4, &b_logits))) return s;
+  if ((s = rt_check_size(ctx, "ubg_flce", "a chunk of logits", "chunk x vocab", p.chunk, vocab, 4, &b_logits))) return s;
   if ((s = check_blas(&p))) return s;
-  p.grad = out->dx || out->dweight || out->dbias;
-  reduction_factors(&p);
+  p.ce.grad = out->dx || out->dweight || out->dbias;
 
   size_t bytes = 0;
-  bool none = p.o.reduction == UBG_REDUCE_NONE, f32 = dtype == UBG_F32;
+  const bool none = p.ce.o.reduction == UBG_REDUCE_NONE, f32 = dtype == UBG_F32;
   rt_flce_scratch sz;
   rt_flce_scratch_sizes(dtype, p.chunk, hidden, vocab, none, out->z_loss != NULL, out->dweight != NULL,
                         out->dbias != NULL, &sz);
   p.logits = scratch(sz.logits, false, &bytes);
-  p.loss_rows = scratch(sz.loss_rows, false, &bytes);
-  p.z_rows = scratch(sz.z_rows, false, &bytes);
   float *dw_own = scratch(sz.dw_acc, true, &bytes);
   float *db_own = scratch(sz.dbias_acc, true, &bytes);
-  last_scratch = bytes;
-  if (bytes != sz.total) {
+  if (bytes != sz.logits + sz.dw_acc + sz.dbias_acc) {
     s = rt_fail(ctx, UBG_ENOMEM, "ubg_flce: out of memory for %zu bytes of scratch (chunk of %lld rows x vocab %lld)",
                 sz.total, (long long)p.chunk, (long long)vocab);
     goto done;
   }
+  if ((s = rt_ce_rows_prepare(&p.ce, p.chunk, &bytes))) goto done;
+  last_scratch = bytes;
   p.dw_acc = f32 ? out->dweight : dw_own;
   p.dbias_acc = f32 ? out->dbias : db_own;
   if ((s = prepare_passes(&p))) goto done;
@@ -485,22 +366,13 @@ ubg_status ubg_flce(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, i
   /* from here on only kernels that are known to run */
   if (f32 && out->dweight) memset(out->dweight, 0, (size_t)(vocab * hidden) * 4);
   if (f32 && out->dbias) memset(out->dbias, 0, (size_t)vocab * 4);
-  double loss_sum = 0, z_sum = 0;
   for (int64_t off = 0; off < bt; off += p.chunk) {
     int64_t rows = bt - off < p.chunk ? bt - off : p.chunk;
     if ((s = run_logits(&p, off, rows)) || (s = run_ce(&p, off, rows))) goto done;
-    if (!none)
-      for (int64_t i = 0; i < rows; i++) {
-        loss_sum += p.loss_rows[i];
-        if (p.z_rows) z_sum += p.z_rows[i];
-      }
     if (need_dx(&p) && (s = run_dx(&p, off, rows))) goto done;
     if (need_dw(&p) && (s = run_dw(&p, off, rows))) goto done;
   }
-  if (!none) {
-    out->loss[0] = (float)loss_sum;
-    if (out->z_loss) out->z_loss[0] = (float)z_sum;
-  }
+  rt_ce_rows_finish(&p.ce);
   if (dw_own) store_rows(out->dweight, dw_own, vocab * hidden, dtype, ctx->threads);
   if (db_own) store_rows(out->dbias, db_own, vocab, dtype, ctx->threads);
   char last[700];
@@ -509,10 +381,9 @@ ubg_status ubg_flce(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, i
   rt_set_last_variant(ctx, last);
 done:
   free(p.logits);
-  free(p.loss_rows);
-  free(p.z_rows);
   free(dw_own);
   free(db_own);
+  rt_ce_rows_free(&p.ce);
   return s;
 }
 
@@ -525,4 +396,6 @@ void ubg_flce_opts_init(ubg_flce_opts *o) {
   o->reduction = UBG_REDUCE_MEAN;
   o->ce_weight = NULL;
   o->bias = NULL;
+  o->grad_output = NULL;
+  o->token_scaling = 0;
 }

@@ -87,7 +87,7 @@ static void free_outputs(calls *c) {
 static ubg_status run_op(ubg_ctx *ctx, int k, calls *c, char *ran, size_t n) {
   ubg_status s = UBG_OK;
   ubg_flce_opts o;
-  ubg_flce_out out = {&c->loss, NULL, NULL, c->dx, NULL, NULL};
+  ubg_flce_out out = {&c->loss, NULL, NULL, c->dx, NULL, NULL, NULL};
   switch (k) {
   case 0:
     s = ubg_rms_norm_fwd(ctx, UBG_BF16, c->rows, c->cols, c->x, c->w, 1e-6f, 0, UBG_CAST_LLAMA, c->y, c->rstd);

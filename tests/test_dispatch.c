@@ -182,7 +182,7 @@ static flce_result run_flce(int64_t bt, int64_t h, int64_t v) {
   r.dx = malloc((size_t)(bt * h) * 4), r.dw = malloc((size_t)(v * h) * 4);
   ubg_flce_opts o;
   ubg_flce_opts_init(&o);
-  ubg_flce_out out = {&r.loss, NULL, NULL, r.dx, r.dw, NULL};
+  ubg_flce_out out = {&r.loss, NULL, NULL, r.dx, r.dw, NULL, NULL};
   cr_assert_eq(ubg_flce(ctx, UBG_F32, bt, h, v, x, w, t, &o, &out), UBG_OK, "%s", ubg_ctx_error(ctx));
   snprintf(r.variant, sizeof r.variant, "%s", ubg_ctx_last_variant(ctx));
   ubg_ctx_destroy(ctx);

@@ -53,6 +53,9 @@ typedef struct {
   float ls, s, cap;
   bool cw, bias;          /* class weights, bias given */
   bool cw_neg;            /* the class weights negated: in [-2, -0.25] */
+  double go;              /* the upstream gradient (grad_output), 0: none given */
+  bool go_rows;           /* NONE: one per row, go times values in [-0.5, 1.5] */
+  bool ts, acc;           /* token scaling; token_accuracy asked for */
   bool z, am, dx, dw, db; /* outputs asked for (loss always) */
   int64_t ignored;        /* rows set to ignore_index, spread over the batch */
   uint64_t seed;
@@ -86,6 +89,7 @@ static double unif(uint64_t *s) { return (double)(tc_next(s) >> 11) * 0x1.0p-53;
 typedef struct {
   void *x, *w, *cw, *b;
   int64_t *t;
+  float *go;
   ubg_flce_opts o;
 } fin;
 
@@ -114,17 +118,25 @@ static fin make_inputs(const fc *c) {
   in.o.reduction = c->red;
   in.o.ce_weight = in.cw;
   in.o.bias = in.b;
+  if (c->go != 0) {
+    const int64_t n = c->red == UBG_REDUCE_NONE ? c->bt : 1;
+    uint64_t gs = seed + 6;
+    in.go = malloc((size_t)(n ? n : 1) * sizeof *in.go);
+    for (int64_t i = 0; i < n; i++) in.go[i] = (float)(c->go_rows ? c->go * (2 * unif(&gs) - 0.5) : c->go);
+    in.o.grad_output = in.go;
+  }
+  in.o.token_scaling = c->ts;
   return in;
 }
 
-static void free_inputs(fin *in) { free(in->x), free(in->w), free(in->cw), free(in->b), free(in->t); }
+static void free_inputs(fin *in) { free(in->x), free(in->w), free(in->cw), free(in->b), free(in->t), free(in->go); }
 
 /* ---- outputs, each followed by a guard that must stay as it was */
 
 enum { GUARD = 64, FILL_F = 0xff /* NaN in every float dtype */, FILL_I = 0x5a, FILL_G = 0x3c };
 
 typedef struct {
-  float *loss, *zl;
+  float *loss, *zl, *acc;
   int64_t *am;
   void *dx, *dw, *db;
   size_t n_loss, b_loss, b_am, b_dx, b_dw, b_db; /* bytes of each */
@@ -153,10 +165,13 @@ static fout alloc_out(const fc *c) {
   if (c->dx) o.dx = guarded(o.b_dx, FILL_F);
   if (c->dw) o.dw = guarded(o.b_dw, FILL_F);
   if (c->db) o.db = guarded(o.b_db, FILL_F);
+  if (c->acc) o.acc = guarded(o.b_loss, FILL_F);
   return o;
 }
 
-static void free_out(fout *o) { free(o->loss), free(o->zl), free(o->am), free(o->dx), free(o->dw), free(o->db); }
+static void free_out(fout *o) {
+  free(o->loss), free(o->zl), free(o->am), free(o->dx), free(o->dw), free(o->db), free(o->acc);
+}
 
 static void check_guard(const void *p, size_t bytes, const char *what, const char *where) {
   if (!p) return;
@@ -172,10 +187,11 @@ static void check_guards(const fout *o, const char *where) {
   check_guard(o->dx, o->b_dx, "dx", where);
   check_guard(o->dw, o->b_dw, "dweight", where);
   check_guard(o->db, o->b_db, "dbias", where);
+  check_guard(o->acc, o->b_loss, "token_accuracy", where);
 }
 
 static ubg_status call(ubg_ctx *ctx, const fc *c, const fin *in, const fout *o) {
-  ubg_flce_out out = {o->loss, o->zl, o->am, o->dx, o->dw, o->db};
+  ubg_flce_out out = {o->loss, o->zl, o->am, o->dx, o->dw, o->db, o->acc};
   return ubg_flce(ctx, (ubg_dtype)c->dt, c->bt, c->h, c->v, in->x, in->w, in->t, &in->o, &out);
 }
 
@@ -254,6 +270,19 @@ static void check_ref(const fc *c, const fin *in, const fout *o, const fref *r, 
   if (o->dx) expect_close("dx", o->dx, dt, r->dx, c->bt * c->h, G_ATOL[dt], G_RTOL[dt], where);
   if (o->dw) expect_close("dweight", o->dw, dt, r->dw, c->v * c->h, G_ATOL[dt], G_RTOL[dt], where);
   if (o->db) expect_close("dbias", o->db, dt, r->db, c->v, G_ATOL[dt], G_RTOL[dt], where);
+  if (o->acc) { /* from the argmax the call returned (checked above, ties allowed) */
+    cr_assert_not_null(o->am, "%s: token_accuracy is checked against argmax", where);
+    int64_t hits = 0, counted = 0;
+    for (int64_t i = 0; i < c->bt; i++) {
+      const bool valid = in->t[i] != c->ignore_index, hit = valid && o->am[i] == in->t[i];
+      hits += hit, counted += valid;
+      if (c->red == UBG_REDUCE_NONE)
+        cr_assert_eq(o->acc[i], hit ? 1.0f : 0.0f, "%s: token_accuracy[%lld] = %g", where, (long long)i, o->acc[i]);
+    }
+    if (c->red != UBG_REDUCE_NONE)
+      cr_assert_eq(o->acc[0], (float)((double)hits / (double)counted), "%s: token_accuracy %g, %lld of %lld", where,
+                   o->acc[0], (long long)hits, (long long)counted);
+  }
   check_guards(o, where);
 }
 
@@ -340,6 +369,158 @@ Test(flce_options, negative_class_weights) {
     free_out(&weighted), free_out(&plain);
     free_inputs(&in);
   }
+}
+
+/* The gradients of grad_output * loss: a scalar for MEAN and SUM, one per
+ * row for NONE (the C side folds it into each row's logits gradient,
+ * before dweight and dbias sum over rows, as Liger's none path must) */
+Test(flce_options, upstream_gradient) {
+  const ubg_reduction reds[3] = {UBG_REDUCE_MEAN, UBG_REDUCE_SUM, UBG_REDUCE_NONE};
+  FOR_DTYPES(ctx) {
+    for (int k = 0; k < 3; k++) {
+      fc c = base(dt, 37, 48, 300);
+      c.red = reds[k];
+      c.go = k == 0 ? 2.5 : -0.75;
+      c.go_rows = k == 2;
+      c.bias = c.db = c.cw = true;
+      c.ignored = 3;
+      c.s = 1e-3f, c.ls = 0.1f;
+      check_case(ctx, &c);
+    }
+  }
+}
+
+/* Liger's use_token_scaling: each row's loss, z-loss and gradient times
+ * its own p(target), held constant */
+Test(flce_options, token_scaling) {
+  const ubg_reduction reds[3] = {UBG_REDUCE_MEAN, UBG_REDUCE_SUM, UBG_REDUCE_NONE};
+  FOR_DTYPES(ctx) {
+    for (int k = 0; k < 3; k++) {
+      fc c = base(dt, 33, 40, 257);
+      c.red = reds[k];
+      c.ts = c.z = true;
+      c.s = 1e-2f;
+      c.ignored = 4;
+      c.cap = k == 1 ? 5.0f : 0.0f;
+      check_case(ctx, &c);
+      c.go = 0.5, c.go_rows = k == 2, c.cw = true; /* with an upstream gradient and class weights */
+      check_case(ctx, &c);
+    }
+  }
+}
+
+/* Liger's return_token_accuracy: rows whose argmax is the target, over the
+ * rows not ignored (MEAN, SUM), or 1 and 0 per row (NONE); with or without
+ * argmax asked for (then in scratch) */
+Test(flce_options, token_accuracy) {
+  const ubg_reduction reds[3] = {UBG_REDUCE_MEAN, UBG_REDUCE_SUM, UBG_REDUCE_NONE};
+  FOR_DTYPES(ctx) {
+    for (int k = 0; k < 3; k++) {
+      fc c = base(dt, 64, 16, 8); /* few classes: many rows hit */
+      c.red = reds[k];
+      c.acc = c.am = true;
+      c.ignored = 5;
+      check_case(ctx, &c);
+      /* without argmax: the same accuracy */
+      fin in = make_inputs(&c);
+      fout with = alloc_out(&c);
+      c.am = false;
+      fout without = alloc_out(&c);
+      cr_assert_eq(call(ctx, &c, &in, &with), UBG_OK, "%s", ubg_ctx_error(ctx));
+      cr_assert_eq(call(ctx, &c, &in, &without), UBG_OK, "%s", ubg_ctx_error(ctx));
+      cr_assert(!memcmp(with.acc, without.acc, with.b_loss), "token_accuracy differs without argmax");
+      free_out(&with), free_out(&without);
+      free_inputs(&in);
+    }
+  }
+}
+
+/* ubg_cross_entropy on given logits L [bt, V] against the reference with
+ * x = L and weight = the identity (V x V, so x W^T = L exactly and the
+ * reference's dx is dloss/dL) */
+static void ce_op_case(ubg_ctx *ctx, const fc *c, bool in_place, bool grad) {
+  char where[300];
+  describe(c, where, sizeof where);
+  fc fcase = *c;
+  fcase.h = c->v;
+  fin in = make_inputs(&fcase);
+  const size_t es = ref_dtype_bytes(c->dt);
+  free(in.w);
+  in.w = calloc((size_t)(c->v * c->v), es);
+  for (int64_t v = 0; v < c->v; v++) ref_store(in.w, v * c->v + v, c->dt, 1.0);
+  fref r = make_ref(&fcase, &in);
+  const int64_t n = c->bt * c->v;
+  void *logits = malloc((size_t)n * es), *copy = malloc((size_t)n * es);
+  memcpy(logits, in.x, (size_t)n * es);
+  memcpy(copy, in.x, (size_t)n * es);
+  fout o = alloc_out(&fcase);
+  void *dl = !grad ? NULL : in_place ? logits : guarded((size_t)n * es, FILL_F);
+  ubg_ce_out out = {o.loss, o.zl, o.am, o.acc, dl};
+  in.o.bias = NULL;
+  ubg_status st = ubg_cross_entropy(ctx, (ubg_dtype)c->dt, c->bt, c->v, logits, in.t, &in.o, &out);
+  cr_assert_eq(st, UBG_OK, "%s: %s", where, ubg_ctx_error(ctx));
+  const int64_t nl = (int64_t)o.n_loss;
+  expect_close("loss", o.loss, REF_F32, r.loss, nl, L_ATOL, L_RTOL, where);
+  if (o.zl) expect_close("z_loss", o.zl, REF_F32, r.zl, nl, L_ATOL, L_RTOL, where);
+  if (o.am) expect_argmax(&fcase, &in, o.am, r.am, where);
+  if (grad) expect_close("dlogits", dl, c->dt, r.dx, n, G_ATOL[c->dt], G_RTOL[c->dt], where);
+  if (grad && !in_place) check_guard(dl, (size_t)n * es, "dlogits", where);
+  if (!in_place) cr_assert(!memcmp(logits, copy, (size_t)n * es), "%s: the logits were written", where);
+  check_guards(&o, where);
+  if (dl != logits) free(dl);
+  free(logits), free(copy);
+  free_out(&o);
+  free_ref(&r);
+  free_inputs(&in);
+}
+
+Test(flce_ce_op, cross_entropy_on_given_logits) {
+  const ubg_reduction reds[3] = {UBG_REDUCE_MEAN, UBG_REDUCE_SUM, UBG_REDUCE_NONE};
+  FOR_DTYPES(ctx) {
+    for (int k = 0; k < 3; k++) {
+      fc c = base(dt, 29, 0, 300);
+      c.red = reds[k];
+      c.am = c.z = c.acc = true;
+      c.ignored = 3;
+      ce_op_case(ctx, &c, false, true);
+      ce_op_case(ctx, &c, true, true);
+      ce_op_case(ctx, &c, false, false);
+      c.cw = true, c.ls = 0.1f, c.s = 1e-3f, c.cap = 4.0f, c.ts = k == 1, c.go = 1.5, c.go_rows = k == 2;
+      ce_op_case(ctx, &c, false, true);
+    }
+  }
+  /* rows beyond one chunk of widened f16 and bf16 logits (4 MiB of f32) */
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 0);
+  fc c = base(REF_BF16, 70, 0, 16384);
+  c.red = UBG_REDUCE_SUM;
+  ce_op_case(ctx, &c, false, true);
+  ubg_ctx_destroy(ctx);
+}
+
+Test(flce_ce_op, refuses_bad_arguments) {
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 1);
+  float logits[3 * 5] = {0}, dl[3 * 5], loss = -7, bias[5] = {0};
+  int64_t t[3] = {0, 4, 7};
+  ubg_flce_opts o;
+  ubg_flce_opts_init(&o);
+  ubg_ce_out out = {&loss, NULL, NULL, NULL, dl};
+  cr_assert_eq(ubg_cross_entropy(ctx, UBG_F32, 3, 5, logits, t, &o, &out), UBG_ERANGE);
+  cr_assert(strstr(ubg_ctx_error(ctx), "ubg_cross_entropy: target[2] = 7"), "%s", ubg_ctx_error(ctx));
+  t[2] = 1;
+  o.bias = bias;
+  cr_assert_eq(ubg_cross_entropy(ctx, UBG_F32, 3, 5, logits, t, &o, &out), UBG_EINVAL);
+  cr_assert(strstr(ubg_ctx_error(ctx), "bias"), "%s", ubg_ctx_error(ctx));
+  o.bias = NULL;
+  ubg_ce_out part = {&loss, NULL, NULL, NULL, logits + 1}; /* dlogits a part of the logits */
+  cr_assert_eq(ubg_cross_entropy(ctx, UBG_F32, 3, 5, logits, t, &o, &part), UBG_EINVAL);
+  cr_assert(strstr(ubg_ctx_error(ctx), "overlap"), "%s", ubg_ctx_error(ctx));
+  cr_assert_eq(ubg_cross_entropy(ctx, UBG_F32, 3, 0, logits, t, &o, &out), UBG_EINVAL);
+  cr_assert_eq(ubg_cross_entropy(ctx, UBG_F32, 3, 5, NULL, t, &o, &out), UBG_EINVAL);
+  o.token_scaling = 2;
+  cr_assert_eq(ubg_cross_entropy(ctx, UBG_F32, 3, 5, logits, t, &o, &out), UBG_EINVAL);
+  cr_assert(strstr(ubg_ctx_error(ctx), "token_scaling = 2"), "%s", ubg_ctx_error(ctx));
+  cr_assert_eq(loss, -7, "loss written by a refused call");
+  ubg_ctx_destroy(ctx);
 }
 
 /* counted weights that sum to exactly 0: the mean's 1/0 is +Inf, so the loss
@@ -1223,7 +1404,7 @@ Test(flce_refuses, gemm_backend_setting) {
   unsetenv("UBGEN_FLCE_GEMM");
   float x[4] = {1, 2, 3, 4}, w[8] = {1, 0, 0, 1, 1, 1, 0, 0}, loss = -7;
   int64_t t[2] = {0, 3};
-  ubg_flce_out out = {&loss, NULL, NULL, NULL, NULL, NULL};
+  ubg_flce_out out = {&loss, NULL, NULL, NULL, NULL, NULL, NULL};
   cr_assert_eq(ubg_flce(ctx, UBG_F32, 2, 2, 4, x, w, t, NULL, &out), UBG_EINVAL);
   cr_assert(strstr(ubg_ctx_error(ctx), "not built with BLAS=openblas"), "%s", ubg_ctx_error(ctx));
   cr_assert_eq(loss, -7, "nothing written");

@@ -481,7 +481,7 @@ static void flce_nonfinite(int dt, ubg_backend be) {
         force(ctx, "flce", "ce", vl->name[i]);
         memset(loss, 0x5a, sizeof loss), memset(zl, 0x5a, sizeof zl), memset(am, 0x5a, sizeof am);
         memset(dx, 0x5a, (size_t)(BT * H) * es), memset(dw, 0x5a, (size_t)(V * H) * es), memset(db, 0x5a, (size_t)V * es);
-        ubg_flce_out out = {loss, zl, am, dx, dw, db};
+        ubg_flce_out out = {loss, zl, am, dx, dw, db, NULL};
         cr_assert_eq(ubg_flce(ctx, dt, BT, H, V, x, w, target, &o, &out), UBG_OK, "%s: %s", where, ubg_ctx_error(ctx));
         expect_like_ref(where, "loss", loss, REF_F32, want_loss, nl, fl_l_atol, fl_l_rtol, &t);
         expect_like_ref(where, "z_loss", zl, REF_F32, want_zl, nl, fl_l_atol, fl_l_rtol, &t);
@@ -556,7 +556,7 @@ Test(nonfinite, float_arguments_are_refused) {
     /* FLCE's float options */
     int64_t t[2] = {0, 3};
     float loss = -7;
-    ubg_flce_out out = {&loss, NULL, NULL, NULL, NULL, NULL};
+    ubg_flce_out out = {&loss, NULL, NULL, NULL, NULL, NULL, NULL};
     ubg_flce_opts o;
     ubg_flce_opts_init(&o);
     o.lse_square_scale = bad[k];
@@ -671,7 +671,7 @@ static ubg_status call_flce(ubg_ctx *ctx, int dt, void *const *p) {
   o.lse_square_scale = 1e-3f;
   o.ce_weight = p[3];
   o.bias = p[4];
-  ubg_flce_out out = {p[5], p[6], p[7], p[8], p[9], p[10]};
+  ubg_flce_out out = {p[5], p[6], p[7], p[8], p[9], p[10], NULL};
   return ubg_flce(ctx, dt, 6, 20, 37, p[0], p[1], p[2], &o, &out);
 }
 
@@ -927,7 +927,7 @@ typedef struct {
 
 static ubg_status call_sized(ubg_ctx *ctx, int op, int dt, const int64_t *s, void *const *p) {
   ubg_flce_opts o;
-  ubg_flce_out fo = {p[5], p[6], p[7], p[8], p[9], p[10]};
+  ubg_flce_out fo = {p[5], p[6], p[7], p[8], p[9], p[10], NULL};
   switch (op) {
   case 0: return ubg_rms_norm_fwd(ctx, dt, s[0], s[1], p[0], p[1], 1e-6f, 0, UBG_CAST_LLAMA, p[2], p[3]);
   case 1: return ubg_rms_norm_bwd(ctx, dt, s[0], s[1], p[0], p[1], p[2], p[3], 0, UBG_CAST_LLAMA, p[4], p[5]);

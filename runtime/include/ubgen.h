@@ -87,6 +87,9 @@ typedef struct {
   ubg_reduction reduction; /* MEAN */
   const void *ce_weight;   /* [vocab] class weights in dtype, or NULL */
   const void *bias;        /* [vocab] or NULL */
+  const float *grad_output; /* the upstream gradient the gradients are taken for: [1] for
+                              MEAN and SUM, [bt] (one per row) for NONE; NULL: 1 */
+  int token_scaling;       /* 1: each row's loss and gradient times its p(target), detached */
 } ubg_flce_opts;
 typedef struct {
   float *loss;             /* [1], or [bt] for REDUCE_NONE */
@@ -95,11 +98,27 @@ typedef struct {
   void *dx;                /* [bt,hidden], or NULL: no input gradient */
   void *dweight;           /* [vocab,hidden], or NULL */
   void *dbias;             /* [vocab], or NULL */
+  float *token_accuracy;   /* [1]: rows whose argmax is the target / rows not ignored
+                              (MEAN, SUM), or [bt]: 1 or 0, 0 on ignored rows (NONE); or NULL */
 } ubg_flce_out;
 UBG_API void       ubg_flce_opts_init(ubg_flce_opts *o);
 UBG_API ubg_status ubg_flce(ubg_ctx *, ubg_dtype, int64_t bt, int64_t hidden, int64_t vocab,
     const void *x /* [bt,hidden] */, const void *weight /* [vocab,hidden] */,
     const int64_t *target /* [bt] */, const ubg_flce_opts *, const ubg_flce_out *);
+
+/* Cross entropy over given logits (Liger's cross_entropy): the CE of ubg_flce
+ * without the projection. Same options (bias must be NULL); dlogits, when
+ * given, receives the gradient in dtype and may be the logits themselves. */
+typedef struct {
+  float *loss;             /* [1], or [bt] for REDUCE_NONE */
+  float *z_loss;           /* like loss, or NULL */
+  int64_t *argmax;         /* [bt], -1 on ignored rows, or NULL */
+  float *token_accuracy;   /* as ubg_flce_out's, or NULL */
+  void *dlogits;           /* [bt,vocab], or NULL: no gradient */
+} ubg_ce_out;
+UBG_API ubg_status ubg_cross_entropy(ubg_ctx *, ubg_dtype, int64_t bt, int64_t vocab,
+    const void *logits /* [bt,vocab] */, const int64_t *target /* [bt] */,
+    const ubg_flce_opts *, const ubg_ce_out *);
 
 /* generic entry: any spec'd kernel, arguments matched to the spec by name */
 typedef enum { UBG_ARG_PTR, UBG_ARG_I64, UBG_ARG_F64 } ubg_arg_kind;

@@ -30,7 +30,7 @@ Test(flce_openblas, f32_matches_the_reference) {
   o.label_smoothing = 0.1f, o.lse_square_scale = 1e-3f, o.softcap = 3.0f, o.bias = bias, o.ce_weight = cw;
   float loss, z, dx[BT * H], dw[V * H], db[V];
   int64_t am[BT];
-  ubg_flce_out out = {&loss, &z, am, dx, dw, db};
+  ubg_flce_out out = {&loss, &z, am, dx, dw, db, NULL};
   cr_assert_eq(ubg_flce(ctx, UBG_F32, BT, H, V, x, w, target, &o, &out), UBG_OK, "%s", ubg_ctx_error(ctx));
   cr_assert(strstr(ubg_ctx_last_variant(ctx), "openblas;flce_ce_f32_"), "%s", ubg_ctx_last_variant(ctx));
   double rl, rz, rdx[BT * H], rdw[V * H], rdb[V], err;
@@ -53,7 +53,7 @@ Test(flce_openblas, bf16_keeps_the_generated_gemms) {
   uint16_t *x = tc_tensor(REF_BF16, BT * H, 0, 1, 6), *w = tc_tensor(REF_BF16, V * H, 0, 0.25, 7);
   int64_t target[BT] = {0, 39, 7, 7, 20};
   float loss;
-  ubg_flce_out out = {&loss, NULL, NULL, NULL, NULL, NULL};
+  ubg_flce_out out = {&loss, NULL, NULL, NULL, NULL, NULL, NULL};
   cr_assert_eq(ubg_flce(ctx, UBG_BF16, BT, H, V, x, w, target, NULL, &out), UBG_OK, "%s", ubg_ctx_error(ctx));
   cr_assert(strstr(ubg_ctx_last_variant(ctx), "flce_logits_bf16_"), "%s", ubg_ctx_last_variant(ctx));
   double rl;

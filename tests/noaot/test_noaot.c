@@ -75,7 +75,7 @@ Test(noaot, flce_is_compiled_and_right) {
   ubg_flce_opts o;
   ubg_flce_opts_init(&o);
   o.label_smoothing = 0.1f;
-  ubg_flce_out out = {&loss, NULL, NULL, dx, dw, NULL};
+  ubg_flce_out out = {&loss, NULL, NULL, dx, dw, NULL, NULL};
   cr_assert_eq(ubg_flce(ctx, UBG_F32, BT, H, V, x, w, target, &o, &out), UBG_OK, "%s", ubg_ctx_error(ctx));
   const char *lv = ubg_ctx_last_variant(ctx);
   cr_assert(strstr(lv, "flce_logits_f32_") && strstr(lv, "flce_ce_f32_") && strstr(lv, "flce_dx_f32_") &&

@@ -11,19 +11,22 @@
  *   raw = (1 - ls) w_y (lse - z_y) + smooth
  *   loss_r = raw (weights ? scale_w : scale_n) + s lse^2 scale_n
  *   z_loss_r = s lse^2 scale_n
+ *   with token scaling both times p_y = exp(z_y - lse), a constant
  *   scale_n = MEAN ? 1 / max(n_valid, 1) : 1
  *   scale_w = MEAN && weights ? 1 / sum_valid w_y : 1   (any sign; 1/0 = +Inf)
  * Its gradient wrt z_v, p_v = exp(z_v - lse):
  *   d raw / d z_v = (1 - ls) w_y (p_v - [v = y]) + eps (W_sum p_v - w_v)
  *   d (s lse^2) / d z_v = 2 s lse p_v
- * and wrt l_v under a softcap, times 1 - tanh(l_v / cap)^2. Then
+ * and wrt l_v under a softcap, times 1 - tanh(l_v / cap)^2; the row's
+ * gradient times its upstream gradient g_r (grad_output: one value for MEAN
+ * and SUM, one per row for NONE) and p_y under token scaling. Then
  * dx = dl W, dW = dl^T x, dbias = column sums of dl.
  *
  * Per-pass references (specs/flce.json, slot i = args[i]):
  *   logits: x, weight, bias, logits, bt, hidden, vocab
  *   ce:     logits, target, ce_weight, loss, z_loss, argmax, bt, hidden, vocab,
  *           ignore_index, grad, scale_n, scale_w, weight_sum, label_smoothing,
- *           lse_square_scale, softcap
+ *           lse_square_scale, softcap, row_scale, grad_scale, token_scaling
  *           (scale_n, scale_w and W_sum = weight_sum come from the arguments,
  *           as the kernel gets them; float arguments are f32 in the kernel)
  *   dx:     dlogits, weight, dx, bt, hidden, vocab
@@ -40,13 +43,15 @@ typedef struct {
   int64_t vocab, ignore_index;
   double ls, s, cap, scale_n, scale_w, wsum;
   const double *w; /* class weights [vocab], or NULL */
+  bool token_scaling;
 } ce_params;
 
 /* One row: l[vocab] the logits before the softcap, y the target; z is
  * scratch [vocab]. Writes the row's loss, z-loss and argmax, and when g is
- * not NULL g[v] = d loss_r / d l_v (g may be l). */
+ * not NULL g[v] = up * d loss_r / d l_v (g may be l), up the row's upstream
+ * gradient. */
 static void ce_row(const ce_params *p, const double *l, int64_t y, double *z, double *loss, double *zl, int64_t *am,
-                   double *g) {
+                   double *g, double up) {
   const int64_t V = p->vocab;
   if (y == p->ignore_index) {
     *loss = 0, *zl = 0, *am = -1;
@@ -70,8 +75,10 @@ static void ce_row(const ce_params *p, const double *l, int64_t y, double *z, do
    * logit at -Inf, a masked token) would make it NaN */
   const double smooth = p->ls > 0 ? eps * (lse * wsum - wz) : 0.0;
   const double raw = (1 - p->ls) * w_y * (lse - z[y]) + smooth;
+  const double p_y = p->token_scaling ? exp(z[y] - lse) : 1.0;
   *zl = p->s * lse * lse * p->scale_n;
-  *loss = raw * (p->w ? p->scale_w : p->scale_n) + *zl;
+  *loss = (raw * (p->w ? p->scale_w : p->scale_n) + *zl) * p_y;
+  *zl *= p_y;
   *am = arg;
   if (!g) return;
   const double scale = p->w ? p->scale_w : p->scale_n;
@@ -84,7 +91,7 @@ static void ce_row(const ce_params *p, const double *l, int64_t y, double *z, do
       const double t = tanh(l[v] / p->cap);
       gv *= 1 - t * t;
     }
-    g[v] = gv;
+    g[v] = gv * up * p_y;
   }
 }
 
@@ -102,7 +109,7 @@ void flce_ref_full(int dt, int64_t bt, int64_t hidden, int64_t vocab, const void
                    double *dx, double *dweight, double *dbias) {
   ubg_flce_opts dflt;
   if (!o) {
-    ubg_flce_opts dd = {-100, 0.0f, 0.0f, 0.0f, UBG_REDUCE_MEAN, NULL, NULL};
+    ubg_flce_opts dd = {-100, 0.0f, 0.0f, 0.0f, UBG_REDUCE_MEAN, NULL, NULL, NULL, 0};
     dflt = dd;
     o = &dflt;
   }
@@ -126,7 +133,8 @@ void flce_ref_full(int dt, int64_t bt, int64_t hidden, int64_t vocab, const void
                        .scale_n = mean ? 1.0 / (double)(n_valid > 1 ? n_valid : 1) : 1.0,
                        .scale_w = mean && cw ? 1.0 / sw : 1.0,
                        .wsum = wsum,
-                       .w = cw};
+                       .w = cw,
+                       .token_scaling = o->token_scaling != 0};
 
   if (!none) {
     loss[0] = 0;
@@ -148,7 +156,8 @@ void flce_ref_full(int dt, int64_t bt, int64_t hidden, int64_t vocab, const void
     }
     double lr, zr;
     int64_t ar;
-    ce_row(&p, l, target[r], z, &lr, &zr, &ar, want_grad ? l : NULL);
+    const double up = !o->grad_output ? 1.0 : none ? o->grad_output[r] : o->grad_output[0];
+    ce_row(&p, l, target[r], z, &lr, &zr, &ar, want_grad ? l : NULL, up);
     if (none) {
       loss[r] = lr;
       if (z_loss) z_loss[r] = zr;
@@ -206,13 +215,15 @@ static void flce_ce_ref(const ref_slot *a, int dt, double *const *outs) {
                        .scale_n = (float)a[11].f,
                        .scale_w = (float)a[12].f,
                        .wsum = (float)a[13].f,
-                       .w = cw};
+                       .w = cw,
+                       .token_scaling = a[19].i != 0};
   double *l = malloc((size_t)V * sizeof *l), *z = malloc((size_t)V * sizeof *z);
   for (int64_t r = 0; r < bt; r++) {
     for (int64_t v = 0; v < V; v++) l[v] = logits[r * V + v];
     double lr, zr;
     int64_t ar;
-    ce_row(&p, l, target[r], z, &lr, &zr, &ar, grad ? l : NULL);
+    const double up = (double)(float)a[18].f * (a[17].p ? ((const float *)a[17].p)[r] : 1.0);
+    ce_row(&p, l, target[r], z, &lr, &zr, &ar, grad ? l : NULL, up);
     /* grad: the row's gradient (0 on an ignored row); else the logits as they were */
     for (int64_t v = 0; v < V; v++) outs[0][r * V + v] = l[v];
     outs[3][r] = lr;
