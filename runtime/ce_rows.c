@@ -45,10 +45,6 @@ ubg_status rt_check_overlaps(const ubg_ctx *ctx, const char *fn, const rt_region
   return UBG_OK;
 }
 
-static double ld(const void *p, int64_t i, ubg_dtype dt) {
-  return dt == UBG_F32 ? ubg_ld_f32(p, i) : dt == UBG_F16 ? ubg_ld_f16(p, i) : ubg_ld_bf16(p, i);
-}
-
 static ubg_status check_options(const rt_ce_rows *c) {
   const ubg_flce_opts *o = &c->o;
   if ((unsigned)o->reduction > UBG_REDUCE_NONE)
@@ -76,10 +72,9 @@ ubg_status rt_ce_rows_check(rt_ce_rows *c, const ubg_flce_opts *opts, float *los
   ubg_status s = check_options(c);
   if (s) return s;
   const ubg_flce_opts *o = &c->o;
-  const char *dt = rt_dtype_text(c->dt), *fn = c->fn;
-  const size_t es = rt_dtype_bytes(c->dt);
+  const char *fn = c->fn;
   if ((s = rt_check_aligned(c->ctx, fn, "target", c->target, 8, "i64")) ||
-      (s = rt_check_aligned(c->ctx, fn, "opts->ce_weight", o->ce_weight, es, dt)) ||
+      (s = rt_check_aligned(c->ctx, fn, "opts->ce_weight", o->ce_weight, 4, "f32")) ||
       (s = rt_check_aligned(c->ctx, fn, "opts->grad_output", o->grad_output, 4, "f32")) ||
       (s = rt_check_aligned(c->ctx, fn, "out->loss", loss, 4, "f32")) ||
       (s = rt_check_aligned(c->ctx, fn, "out->z_loss", z_loss, 4, "f32")) ||
@@ -91,7 +86,7 @@ ubg_status rt_ce_rows_check(rt_ce_rows *c, const ubg_flce_opts *opts, float *los
   const char *per_dims = none ? "bt x 1" : "1 x 1";
   int64_t b_t, b_v, b_loss;
   if ((s = rt_check_size(c->ctx, fn, "target", "bt x 1", c->bt, 1, 8, &b_t)) ||
-      (s = rt_check_size(c->ctx, fn, "the vocab", "vocab x 1", c->vocab, 1, (int64_t)es, &b_v)) ||
+      (s = rt_check_size(c->ctx, fn, "ce_weight", "vocab x 1", c->vocab, 1, 4, &b_v)) ||
       (s = rt_check_size(c->ctx, fn, "loss", per_dims, per_call, 1, 4, &b_loss)))
     return s;
   const rt_region mine[] = {
@@ -121,10 +116,10 @@ static void reduction_factors(rt_ce_rows *c) {
   for (int64_t i = 0; i < c->bt; i++) {
     if (c->target[i] == c->o.ignore_index) continue;
     n_valid++;
-    if (c->o.ce_weight) sw += ld(c->o.ce_weight, c->target[i], c->dt);
+    if (c->o.ce_weight) sw += ((const float *)c->o.ce_weight)[c->target[i]];
   }
   if (c->o.ce_weight)
-    for (int64_t v = 0; v < c->vocab; v++) wsum += ld(c->o.ce_weight, v, c->dt);
+    for (int64_t v = 0; v < c->vocab; v++) wsum += ((const float *)c->o.ce_weight)[v];
   const bool mean = c->o.reduction == UBG_REDUCE_MEAN;
   c->counted = n_valid;
   c->scale_n = mean ? (float)(1.0 / (double)(n_valid > 0 ? n_valid : 1)) : 1.0f;

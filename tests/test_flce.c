@@ -97,14 +97,13 @@ static fin make_inputs(const fc *c) {
   fin in;
   memset(&in, 0, sizeof in);
   const uint64_t seed = c->seed * 7919u + (uint64_t)(c->bt * 131 + c->h * 17 + c->v) * 3u + (uint64_t)c->dt;
-  const size_t es = ref_dtype_bytes(c->dt);
   in.x = tc_tensor(c->dt, c->bt * c->h, 0, 1, seed + 1);
   in.w = tc_tensor(c->dt, c->v * c->h, 0, 1 / sqrt((double)c->h), seed + 2);
   if (c->bias) in.b = tc_tensor(c->dt, c->v, 0, 0.5, seed + 3);
   if (c->cw) {
     uint64_t s = seed + 4;
-    in.cw = malloc((size_t)c->v * es);
-    for (int64_t i = 0; i < c->v; i++) ref_store(in.cw, i, c->dt, (c->cw_neg ? -1 : 1) * (0.25 + 1.75 * unif(&s)));
+    in.cw = malloc((size_t)c->v * 4);
+    for (int64_t i = 0; i < c->v; i++) ref_store(in.cw, i, REF_F32, (c->cw_neg ? -1 : 1) * (0.25 + 1.75 * unif(&s)));
   }
   uint64_t s = seed + 5;
   in.t = malloc((size_t)(c->bt ? c->bt : 1) * sizeof *in.t);
@@ -357,7 +356,7 @@ Test(flce_options, negative_class_weights) {
     /* every weight -1: sum(w nll) / sum(w) is the unweighted mean, > 0 */
     c.red = UBG_REDUCE_MEAN;
     fin in = make_inputs(&c);
-    for (int64_t v = 0; v < c.v; v++) ref_store(in.cw, v, dt, -1.0);
+    for (int64_t v = 0; v < c.v; v++) ref_store(in.cw, v, REF_F32, -1.0);
     fout weighted = alloc_out(&c), plain = alloc_out(&c);
     cr_assert_eq(call(ctx, &c, &in, &weighted), UBG_OK, "%s", ubg_ctx_error(ctx));
     in.o.ce_weight = NULL;
@@ -533,7 +532,7 @@ Test(flce_edge, class_weights_summing_to_zero) {
     fin in = make_inputs(&c);
     const int64_t t[4] = {0, 1, 2, 3};
     const double w[4] = {1, -1, 0.5, -0.5};
-    for (int r = 0; r < 4; r++) in.t[r] = t[r], ref_store(in.cw, t[r], dt, w[r]);
+    for (int r = 0; r < 4; r++) in.t[r] = t[r], ref_store(in.cw, t[r], REF_F32, w[r]);
     fout o = alloc_out(&c);
     cr_assert_eq(call(ctx, &c, &in, &o), UBG_OK, "%s", ubg_ctx_error(ctx));
     cr_assert(!isfinite(o.loss[0]), "%s: loss %g with weights summing to 0", ug_dtype_name(dt), o.loss[0]);
@@ -1060,7 +1059,7 @@ static void torch_write(const char *dir, const fc *c, const fin *in) {
           (long long)c->ignore_index, (double)c->ls, red_name(c->red), c->cw, c->bias);
   fclose(m);
   double *x = as_doubles(in->x, c->bt * c->h, c->dt), *w = as_doubles(in->w, c->v * c->h, c->dt);
-  double *cw = c->cw ? as_doubles(in->cw, c->v, c->dt) : NULL, *b = c->bias ? as_doubles(in->b, c->v, c->dt) : NULL;
+  double *cw = c->cw ? as_doubles(in->cw, c->v, REF_F32) : NULL, *b = c->bias ? as_doubles(in->b, c->v, c->dt) : NULL;
   write_file(dir, "x.bin", x, (size_t)(c->bt * c->h) * 8);
   write_file(dir, "w.bin", w, (size_t)(c->v * c->h) * 8);
   write_file(dir, "t.bin", in->t, (size_t)c->bt * 8);

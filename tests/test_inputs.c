@@ -465,9 +465,9 @@ static void flce_nonfinite(int dt, ubg_backend be) {
         put(b, 7, dt, QNAN), put(b, 8, dt, PINF);
       } else {
         uint64_t s = 1030;
-        cw = malloc((size_t)V * es);
-        for (int64_t v = 0; v < V; v++) ref_store(cw, v, dt, 0.25 + 1.75 * (double)(tc_next(&s) >> 11) * 0x1.0p-53);
-        put(cw, 11, dt, PINF), put(cw, 17, dt, QNAN), put(cw, 25, dt, NINF);
+        cw = malloc((size_t)V * 4);
+        for (int64_t v = 0; v < V; v++) ref_store(cw, v, REF_F32, 0.25 + 1.75 * (double)(tc_next(&s) >> 11) * 0x1.0p-53);
+        put(cw, 11, REF_F32, PINF), put(cw, 17, REF_F32, QNAN), put(cw, 25, REF_F32, NINF);
         o.ce_weight = cw;
         if (k == 7) o.label_smoothing = 0.1f;
       }
@@ -700,7 +700,7 @@ static const opdesc ops[] = {
      -1, -1, call_ar_bwd},
     {"ubg_flce", 11,
      {{"x", E_T, 120, false, 0}, {"weight", E_T, 740, false, 0}, {"target", E_I64, 6, false, 37},
-      {"opts->ce_weight", E_T, 37, false, 0}, {"opts->bias", E_T, 37, false, 0}, {"out->loss", E_F32, 6, true, 0},
+      {"opts->ce_weight", E_F32, 37, false, 0}, {"opts->bias", E_T, 37, false, 0}, {"out->loss", E_F32, 6, true, 0},
       {"out->z_loss", E_F32, 6, true, 0}, {"out->argmax", E_I64, 6, true, 0}, {"out->dx", E_T, 120, true, 0},
       {"out->dweight", E_T, 740, true, 0}, {"out->dbias", E_T, 37, true, 0}},
      -1, -1, call_flce},

@@ -85,7 +85,7 @@ typedef struct {
   float lse_square_scale;  /* 0: z-loss coefficient */
   float softcap;           /* 0: off */
   ubg_reduction reduction; /* MEAN */
-  const void *ce_weight;   /* [vocab] class weights in dtype, or NULL */
+  const float *ce_weight;  /* [vocab] class weights (f32 for every dtype, as Liger's), or NULL */
   const void *bias;        /* [vocab] or NULL */
   const float *grad_output; /* the upstream gradient the gradients are taken for: [1] for
                               MEAN and SUM, [bt] (one per row) for NONE; NULL: 1 */

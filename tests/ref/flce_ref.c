@@ -115,7 +115,7 @@ void flce_ref_full(int dt, int64_t bt, int64_t hidden, int64_t vocab, const void
   }
   const int64_t H = hidden, V = vocab;
   double *X = load_all(x, bt * H, dt), *W = load_all(weight, V * H, dt);
-  double *cw = load_all(o->ce_weight, V, dt), *b = load_all(o->bias, V, dt);
+  double *cw = load_all(o->ce_weight, V, REF_F32), *b = load_all(o->bias, V, dt);
   double *l = malloc((size_t)V * sizeof *l), *z = malloc((size_t)V * sizeof *z);
   const bool mean = o->reduction == UBG_REDUCE_MEAN, none = o->reduction == UBG_REDUCE_NONE;
   const bool want_grad = dx || dweight || dbias;
@@ -206,7 +206,7 @@ static void flce_ce_ref(const ref_slot *a, int dt, double *const *outs) {
   const int64_t *target = a[1].p;
   const int64_t bt = a[6].i, V = a[8].i;
   const bool grad = a[10].i != 0;
-  double *cw = load_all(a[2].p, V, dt);
+  double *cw = load_all(a[2].p, V, REF_F32);
   const ce_params p = {.vocab = V,
                        .ignore_index = a[9].i,
                        .ls = (float)a[14].f,
