@@ -13,7 +13,7 @@
 #include "fsutil.h"
 #include "strbuf.h"
 
-enum { PANEL_W = 720, PANEL_H = 300, LEFT = 70, RIGHT = 210, TOP = 40, BOTTOM = 45 };
+enum { PANEL_W = 720, PANEL_H = 310, LEFT = 70, RIGHT = 210, TOP = 50, BOTTOM = 45 };
 static const char *const COLORS[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                      "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
@@ -67,7 +67,14 @@ static void panel(ug_buf *b, const ug_svg_panel *p, int y0) {
   const int w = PANEL_W - LEFT - RIGHT, h = PANEL_H - TOP - BOTTOM;
 #define PX(lx) (LEFT + (int)((lx - xmin) / (xmax - xmin) * w))
 #define PY(ly) (y0 + TOP + h - (int)((ly - ymin) / (ymax - ymin) * h))
-  ug_buf_printf(b, "<text x='%d' y='%d' font-size='14' font-weight='bold'>%s</text>\n", LEFT, y0 + 22, p->title);
+  /* the title in two lines, what was tuned under the shape, so a long
+   * variant name stays inside the panel */
+  const char *cut = strstr(p->title, ": ");
+  if (cut)
+    ug_buf_printf(b, "<text x='%d' y='%d' font-size='13' font-weight='bold'>%.*s</text>\n"
+                     "<text x='%d' y='%d' font-size='11'>%s</text>\n",
+                  LEFT, y0 + 18, (int)(cut - p->title), p->title, LEFT, y0 + 36, cut + 2);
+  else ug_buf_printf(b, "<text x='%d' y='%d' font-size='13' font-weight='bold'>%s</text>\n", LEFT, y0 + 18, p->title);
   ug_buf_printf(b, "<rect x='%d' y='%d' width='%d' height='%d' fill='none' stroke='#444'/>\n", LEFT, y0 + TOP, w, h);
   for (int e = (int)xmin; e <= (int)xmax; e++)
     ug_buf_printf(b, "<text x='%d' y='%d' font-size='10' text-anchor='middle'>%lld</text>\n", PX(e),
@@ -85,7 +92,8 @@ static void panel(ug_buf *b, const ug_svg_panel *p, int y0) {
     int x = PX(log2((double)p->ub_limit_x) + 0.5);
     ug_buf_printf(b, "<line x1='%d' x2='%d' y1='%d' y2='%d' stroke='#000' stroke-dasharray='5,4'/>\n", x, x, y0 + TOP,
                  y0 + TOP + h);
-    ug_buf_printf(b, "<text x='%d' y='%d' font-size='10'>UB limit</text>\n", x + 3, y0 + TOP + 12);
+    /* left of the line: the plot's right edge is near, and the legend beyond it */
+    ug_buf_printf(b, "<text x='%d' y='%d' font-size='10' text-anchor='end' paint-order='stroke' stroke='white' stroke-width='3'>UB limit</text>\n", x - 4, y0 + TOP + 12);
   }
   const char *names[64];
   int ns = 0;
@@ -104,13 +112,15 @@ static void panel(ug_buf *b, const ug_svg_panel *p, int y0) {
       ug_buf_printf(b, "<circle cx='%d' cy='%d' r='3' fill='%s'><title>%s %s=%lld: %.1f us</title></circle>\n", x, y, c,
                    t->series, p->axis, (long long)t->x, t->us);
       if (t->tuned)
-        ug_buf_printf(b, "<circle cx='%d' cy='%d' r='8' fill='none' stroke='#000' stroke-width='2'/>"
-                        "<text x='%d' y='%d' font-size='10'>tuned</text>\n", x, y, x + 9, y - 6);
+        ug_buf_printf(b, "<circle cx='%d' cy='%d' r='8' fill='none' stroke='#000' stroke-width='2'/>\n", x, y);
       if (t->dflt)
-        ug_buf_printf(b, "<rect x='%d' y='%d' width='10' height='10' fill='none' stroke='#555'/>"
-                        "<text x='%d' y='%d' font-size='10' fill='#555'>default</text>\n", x - 5, y - 5, x + 8, y + 12);
+        ug_buf_printf(b, "<rect x='%d' y='%d' width='10' height='10' fill='none' stroke='#555'/>\n", x - 5, y - 5);
+      /* the label above the point, inside the plot */
+      if (t->tuned || t->dflt)
+        ug_buf_printf(b, "<text x='%d' y='%d' font-size='10' fill='%s'>%s</text>\n", x + 9, y - 9 < y0 + TOP + 10 ? y + 18 : y - 9,
+                      t->tuned ? "#000" : "#555", t->tuned && t->dflt ? "tuned = default" : t->tuned ? "tuned" : "default");
     }
-    if (s < 16) {
+    if (16 * (s + 1) <= h) { /* as many legend lines as the panel's height holds */
       int ly = y0 + TOP + 6 + 16 * s;
       ug_buf_printf(b, "<line x1='%d' x2='%d' y1='%d' y2='%d' stroke='%s' stroke-width='2'/>", LEFT + w + 12,
                    LEFT + w + 32, ly, ly, c);
