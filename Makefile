@@ -22,6 +22,12 @@ TUNED   ?=
 EMIT_KERNELS := $(if $(filter 0,$(UBGEN_AOT)),--no-kernels,) $(if $(TUNED),--tuned $(TUNED))
 AOT_FLAG := $(BUILD)/aot-$(UBGEN_AOT)$(if $(TUNED),-tuned).flag
 CC      ?= gcc
+# Python: an interpreter that imports torch. Debian's /usr/bin/python3 (with
+# python3-torch) first: the python3 first on PATH may be another one.
+PYTHON  ?= $(shell for p in /usr/bin/python3 python3; do $$p -c 'import torch' >/dev/null 2>&1 && { command -v $$p; break; }; done)
+# where `make install` puts the ubgen package: Debian's dist-packages layout
+PYVER    = $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+PYDIR   ?= $(if $(filter /usr,$(PREFIX)),$(PREFIX)/lib/python3/dist-packages,$(PREFIX)/lib/python$(PYVER)/dist-packages)
 NPROC   ?= $(shell nproc 2>/dev/null || echo 2)
 
 WARN     := -Wall -Wextra -Wshadow -Wno-unused-parameter
@@ -156,6 +162,17 @@ install: all
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
 	install -m 644 $(SPECS) $(DESTDIR)$(PREFIX)/share/ubgen/specs/
 	install -m 644 $(TEMPLATES) $(DESTDIR)$(PREFIX)/share/ubgen/templates/
+	@if [ -z "$(PYTHON)" ]; then echo "ubgen: no Python interpreter imports torch: the Python package is not installed"; \
+	else cd python && find ubgen -name '*.py' ! -name _install.py | while read f; do \
+	  install -D -m 644 "$$f" "$(DESTDIR)$(PYDIR)/$$f" || exit 1; done && \
+	  printf '"""written by make install: where the library is"""\nLIB = "%s"\n' "$(PREFIX)/lib/libubgen.so" \
+	    > $(DESTDIR)$(PYDIR)/ubgen/_install.py && \
+	  echo "ubgen: the Python package in $(PYDIR) (import ubgen, ubgen.torch, ubgen.liger)"; fi
+
+# the interpreter the Python package, its tests and benchmarks run on
+.PHONY: python-check
+python-check:
+	@test -n "$(PYTHON)" || { echo "ubgen: no Python interpreter imports torch: apt-get install python3-torch, or give PYTHON=" >&2; exit 1; }
 
 clean:
 	rm -rf $(BUILD)

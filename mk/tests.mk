@@ -59,6 +59,13 @@ test: deps-test
 	$(MAKE) -j$(NPROC) all test-build
 	@set -e; export OMP_WAIT_POLICY=passive; for t in $(TEST_BINS) $(BUILD)/tests/noaot_test $(BUILD)/tests/flce_openblas_test; do echo "== $$t"; $$t --jobs 2 --short-filename; done
 	@echo "all test binaries passed"
+	$(if $(findstring -fsanitize,$(CFLAGS)),@echo "the Python tests are not run on a sanitized library (ctypes cannot load it)",$(MAKE) test-python)
+
+# the Python package (tests/python) on the library just built
+.PHONY: test-python
+test-python: python-check $(LIB_SO)
+	OMP_WAIT_POLICY=passive UBGEN_LIB=$(CURDIR)/$(LIB_SO) UBGEN_TEST_BUILD=$(BUILD) PYTHONPATH=$(CURDIR)/python \
+	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
 
 # The whole suite again with AddressSanitizer and UndefinedBehaviorSanitizer,
 # in its own build directory: the generator, runtime, references and tests
@@ -118,6 +125,15 @@ $(BUILD)/bench/%: bench/%.c $(BENCH_COMMON) $(LIB_A) $(HEADERS) $(wildcard bench
 	@mkdir -p $(@D)
 	$(CC) $(BASE) -O3 -march=$(MARCH) -ffp-contract=off -fopenmp -Itemplates -Iruntime/include -Ibench \
 	  $< $(BENCH_COMMON) $(LIB_A) $(LDLIBS) $(BENCH_LIBS_$*) -o $@
+
+# ubgen.torch against PyTorch eager (bench/python): JSON and PNG plots in
+# $(BUILD)/bench/python; BENCH_PY_ARGS=--quick for one shape per op
+.PHONY: bench-python
+bench-python: deps-bench python-check $(LIB_SO)
+	@mkdir -p $(BUILD)/bench/python
+	UBGEN_LIB=$(CURDIR)/$(LIB_SO) $(PYTHON) bench/python/bench_ops.py --out $(BUILD)/bench/python/bench_torch.json \
+	  $(BENCH_PY_ARGS)
+	$(PYTHON) bench/python/plot.py $(BUILD)/bench/python/bench_torch.json $(BUILD)/bench/python
 
 deps-bench:
 	@sh mk/deps.sh bench

@@ -1,0 +1,215 @@
+"""ubgen.torch against PyTorch eager (the same math in torch ops, as
+Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
+every dtype: speed of forward, backward and both (full), and the peak
+memory of a full step; then the Python overhead of a call on a tiny shape.
+
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,flce]
+
+Both providers run in this process with the same threads (torch's and the
+library's: the machine's cores), interleaved repetition by repetition.
+Speed: the median (and 20th, 80th percentiles) of the per-repetition
+times, in ms; the ratio torch / ubgen per point is printed and stored in
+extra_benchmark_config_str. Memory: the resident memory a full step adds at
+its peak (MB), and for FLCE that less the gradients' own bytes (dx, dW),
+which both providers must hold. Writes Liger's JSON format.
+"""
+import argparse
+import ctypes
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+import common
+
+sys.path.insert(0, __import__("os").path.join(__import__("os").path.dirname(__file__), "..", "..", "python"))
+import ubgen  # noqa: E402
+import ubgen.torch as ut  # noqa: E402
+from ubgen import _lib  # noqa: E402
+
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
+# ---- the ops, each as a provider: inputs -> {mode: seconds} ------------------------
+
+def step(forward, grads_of, g_like):
+    """one forward and backward, timed apart; grads reset after"""
+    t0 = time.perf_counter()
+    y = forward()
+    t1 = time.perf_counter()
+    y.backward(g_like(y))
+    t2 = time.perf_counter()
+    for t in grads_of:
+        t.grad = None
+    return {"forward": t1 - t0, "backward": t2 - t1, "full": t2 - t0}
+
+
+def torch_rms_norm(x, w, eps=1e-6):
+    """HuggingFace's LlamaRMSNorm, as Liger's benchmark runs it"""
+    dt = x.dtype
+    h = x.to(torch.float32)
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return w * h.to(dt)
+
+
+def rms_norm_case(M, H, dt):
+    x = torch.randn(M, H, dtype=dt, requires_grad=True)
+    w = torch.ones(H, dtype=dt, requires_grad=True)
+    g = torch.randn(M, H, dtype=dt)
+    return {
+        "ubgen": lambda: step(lambda: ut.rms_norm(x, w, 1e-6, 0.0, "llama", False), (x, w), lambda y: g),
+        "torch": lambda: step(lambda: torch_rms_norm(x, w), (x, w), lambda y: g),
+    }, None
+
+
+def embedding_case(V, D, n, dt):
+    w = torch.randn(V, D, dtype=dt, requires_grad=True)
+    ids = torch.randint(0, V, (n,))
+    g = torch.randn(n, D, dtype=dt)
+    return {
+        "ubgen": lambda: step(lambda: ut.embedding(ids, w), (w,), lambda y: g),
+        "torch": lambda: step(lambda: F.embedding(ids, w), (w,), lambda y: g),
+    }, None
+
+
+def torch_attn_res(V, wq, wn, eps=1e-6):
+    """Liger's reference math: RMSNorm keys, softmax over the blocks"""
+    Vf = V.float()
+    rms = torch.sqrt(Vf.pow(2).mean(-1, keepdim=True) + eps)
+    K = (Vf / rms).to(V.dtype) * wn
+    alpha = torch.einsum("d,n...d->n...", wq.float(), K.float()).softmax(dim=0)
+    return torch.einsum("n...,n...d->...d", alpha, Vf).to(V.dtype)
+
+
+def attn_res_case(N, T, D, dt):
+    V = torch.randn(N, 1, T, D, dtype=dt, requires_grad=True)
+    wq = (torch.randn(D) * 0.02).to(dt).requires_grad_()
+    wn = torch.ones(D, dtype=dt, requires_grad=True)
+    g = torch.randn(1, T, D, dtype=dt)
+    return {
+        "ubgen": lambda: step(lambda: ut.attn_res(V, wq, wn), (V, wq, wn), lambda y: g),
+        "torch": lambda: step(lambda: torch_attn_res(V, wq, wn), (V, wq, wn), lambda y: g),
+    }, None
+
+
+def flce_case(BT, H, V, dt):
+    x = (torch.randn(BT, H) / H ** 0.5).to(dt).requires_grad_()
+    W = (torch.randn(V, H) / H ** 0.5).to(dt).requires_grad_()
+    t = torch.randint(0, V, (BT,))
+    one = torch.tensor(1.0)
+    grads = (BT * H + V * H) * x.element_size()  # dx and dW, which both must hold
+    return {
+        "ubgen": lambda: step(lambda: ut.fused_linear_cross_entropy(x, W, t), (x, W), lambda y: one),
+        "torch": lambda: step(lambda: F.cross_entropy((x @ W.t()).float(), t), (x, W), lambda y: one),
+    }, grads
+
+
+OPS = {
+    # name: (case(x, dtype), x_name, x_label, x values, quick x values, fixed shape, dtypes)
+    "rms_norm": (lambda H, dt: rms_norm_case(2048, H, dt), "H", "hidden size", [1024, 2048, 4096, 8192], [4096],
+                 {"M": 2048}, ["f32", "f16", "bf16"]),
+    "embedding": (lambda V, dt: embedding_case(V, 768, 16384, dt), "V", "vocab size", [1024, 8192, 32768, 131072],
+                  [32768], {"B": 32, "T": 512, "D": 768}, ["f32", "f16", "bf16"]),
+    "attn_res": (lambda T, dt: attn_res_case(8, T, 4096, dt), "T", "tokens", [1024, 2048, 4096], [1024],
+                 {"N": 8, "bsz": 1, "D": 4096}, ["f32", "f16", "bf16"]),
+    "fused_linear_cross_entropy": (lambda BT, dt: flce_case(BT, 1024, 32768, dt), "BT", "B x T", [1024, 2048, 4096,
+                                                                                                       8192],
+                                   [4096], {"H": 1024, "V": 32768}, ["f32", "bf16"]),
+}
+
+
+def run_op(name, reps, quick, records):
+    case, x_name, x_label, xs, quick_xs, fixed, dtypes = OPS[name]
+    xs = quick_xs if quick else xs
+    for dname in dtypes:
+        dt = DTYPES[dname]
+        speed = {}  # provider -> mode -> [(p50, p20, p80)]
+        mem = {}
+        ratios = []
+        for x in xs:
+            cases, grad_bytes = case(x, dt)
+            r = max(3, reps // 3) if name == "fused_linear_cross_entropy" else reps
+            got = common.interleaved(cases, r)
+            for prov, modes in got.items():
+                for mode, ms in modes.items():
+                    speed.setdefault(prov, {}).setdefault(mode, []).append(common.percentiles(ms))
+            for prov, fn in cases.items():
+                extra = common.peak_extra_bytes(fn) / 2 ** 20
+                mem.setdefault(prov, []).append(extra)
+            ratio = {m: speed["torch"][m][-1][0] / speed["ubgen"][m][-1][0] for m in ("forward", "backward", "full")}
+            ratios.append(ratio)
+            line = "  ".join("%s %.2fx" % (m, ratio[m]) for m in ratio)
+            memline = "mem MB ubgen %.1f torch %.1f" % (mem["ubgen"][-1], mem["torch"][-1])
+            if grad_bytes:
+                beyond = [max(mem[p][-1] - grad_bytes / 2 ** 20, 0) for p in ("ubgen", "torch")]
+                memline += " (beyond the gradients %.1f vs %.1f: %.1f%%)" % (
+                    beyond[0], beyond[1], 100 * beyond[0] / beyond[1] if beyond[1] else 0)
+            print("%-28s %-4s %s=%-6d torch/ubgen: %s   ubgen full %.2f ms, torch %.2f ms; %s" % (
+                name, dname, x_name, x, line, speed["ubgen"]["full"][-1][0], speed["torch"]["full"][-1][0], memline),
+                flush=True)
+        extra = dict(fixed, dtype=dname, threads=torch.get_num_threads(),
+                     torch_over_ubgen=[{m: round(v, 3) for m, v in r.items()} for r in ratios])
+        for prov in speed:
+            for mode, ys in speed[prov].items():
+                records.append(common.entry(name, prov, mode, "speed", "ms", x_name, x_label, xs, ys, extra))
+            records.append(common.entry(name, prov, "full", "memory", "MB", x_name, x_label, xs,
+                                        [(m, m, m) for m in mem[prov]], extra))
+
+
+def overhead(records, reps=2000):
+    """ubgen.torch.rms_norm on 1 x 64 against the same C call from ctypes
+    with the buffers ready: what the Python layer adds per call"""
+    x = torch.randn(1, 64)
+    w = torch.ones(64)
+    y = torch.empty(1, 64)
+    rstd = torch.empty(1)
+    ctx = ubgen.context()
+    args = (ctx.handle, _lib.F32, 1, 64, x.data_ptr(), w.data_ptr(), ctypes.c_float(1e-6), ctypes.c_float(0.0), 0,
+            y.data_ptr(), rstd.data_ptr())
+
+    def raw():
+        _lib.rms_norm_fwd(*args)
+
+    def wrapped():
+        ut.rms_norm(x, w)
+
+    with torch.no_grad():
+        got = common.interleaved({"c_call": lambda: {"forward": common.timed(raw)},
+                                  "ubgen.torch": lambda: {"forward": common.timed(wrapped)}}, reps, warmup=50)
+    c = common.percentiles(got["c_call"]["forward"])
+    p = common.percentiles(got["ubgen.torch"]["forward"])
+    diffs = sorted(b - a for a, b in zip(got["c_call"]["forward"], got["ubgen.torch"]["forward"]))
+    over_us = diffs[len(diffs) // 2] * 1e3
+    print("python overhead: rms_norm fwd 1 x 64: C call from ctypes %.1f us, ubgen.torch %.1f us: +%.1f us median "
+          "(target <= 15 us)" % (c[0] * 1e3, p[0] * 1e3, over_us), flush=True)
+    extra = {"rows": 1, "cols": 64, "dtype": "f32", "overhead_us": round(over_us, 2)}
+    for name, ys in (("c_call", c), ("ubgen.torch", p)):
+        records.append(common.entry("python_overhead", name, "forward", "speed", "us", "cols", "cols", [64],
+                                    [tuple(v * 1e3 for v in ys)], extra))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="bench_torch.json")
+    ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--quick", action="store_true", help="one shape per op")
+    ap.add_argument("--ops", default=",".join(list(OPS) + ["overhead"]))
+    a = ap.parse_args()
+    common.set_threads(__import__("os").cpu_count() or 1)
+    print("threads: torch %d, ubgen %s; library %s" % (torch.get_num_threads(), ubgen.context().settings["threads"]
+                                                        or "all", ubgen.LIB_PATH), flush=True)
+    records = []
+    for name in a.ops.split(","):
+        if name == "overhead":
+            overhead(records)
+        elif name in OPS:
+            run_op(name, a.reps, a.quick, records)
+        else:
+            sys.exit("bench_ops: --ops %s: not one of %s, overhead" % (name, ", ".join(OPS)))
+    common.write_json(a.out, records)
+    print("wrote %s" % a.out)
+
+
+if __name__ == "__main__":
+    main()

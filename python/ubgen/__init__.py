@@ -1,0 +1,14 @@
+"""ubgen from Python: UB-budgeted fused training kernels (RMSNorm, embedding,
+AttnRes, fused linear cross entropy) from libubgen.so, through ctypes.
+
+    import ubgen.torch as ut       # autograd Functions and Modules
+    import ubgen.liger             # Liger-Kernel's names and signatures
+
+`ubgen.configure(backend=..., threads=..., ub_bytes=..., tuning_db=...)`
+sets the process context the ops run on (docs/python.md).
+"""
+from ._context import Context, configure, context, settings
+from ._lib import LIB_PATH, UbgenError
+
+__version__ = "0.1.0"
+__all__ = ["Context", "configure", "context", "settings", "LIB_PATH", "UbgenError", "__version__"]

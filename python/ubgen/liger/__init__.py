@@ -1,0 +1,25 @@
+"""Liger-Kernel's public names, signatures, defaults and return values, on
+the CPU through ubgen: code written for Liger runs by changing its import,
+
+    from liger_kernel.transformers import LigerRMSNorm   ->   from ubgen.liger import LigerRMSNorm
+
+and the submodules mirror Liger's paths (ubgen.liger.ops,
+ubgen.liger.transformers.functional, .rms_norm, .fused_linear_cross_entropy,
+.cross_entropy, .experimental.embedding, ubgen.liger.utils), so that
+replacing `liger_kernel` with `ubgen.liger` in an import line is enough.
+"""
+from .ops import (LigerAttnResFunction, LigerCrossEntropyFunction, LigerEmbeddingFunction,
+                  LigerFusedLinearCrossEntropyFunction, LigerRMSNormFunction)
+from .transformers.cross_entropy import LigerCrossEntropyLoss
+from .transformers.experimental.embedding import LigerEmbedding
+from .transformers.functional import (CrossEntropyOutput, liger_attn_res, liger_cross_entropy,
+                                      liger_fused_linear_cross_entropy, liger_rms_norm)
+from .transformers.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
+from .transformers.rms_norm import LigerRMSNorm
+
+__all__ = [
+    "LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerEmbeddingFunction",
+    "LigerFusedLinearCrossEntropyFunction", "LigerRMSNormFunction", "LigerCrossEntropyLoss", "LigerEmbedding",
+    "CrossEntropyOutput", "liger_attn_res", "liger_cross_entropy", "liger_fused_linear_cross_entropy",
+    "liger_rms_norm", "LigerFusedLinearCrossEntropyLoss", "LigerRMSNorm",
+]

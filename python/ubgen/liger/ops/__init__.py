@@ -1,0 +1,9 @@
+"""liger_kernel.ops: the autograd Functions (ubgen.torch's, under Liger's names)."""
+from ...torch.attn_res import AttnResFunction as LigerAttnResFunction
+from ...torch.cross_entropy import CrossEntropyFunction as LigerCrossEntropyFunction
+from ...torch.cross_entropy import FusedLinearCrossEntropyFunction as LigerFusedLinearCrossEntropyFunction
+from ...torch.embedding import EmbeddingFunction as LigerEmbeddingFunction
+from ...torch.rms_norm import RMSNormFunction as LigerRMSNormFunction
+
+__all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerFusedLinearCrossEntropyFunction",
+           "LigerEmbeddingFunction", "LigerRMSNormFunction"]

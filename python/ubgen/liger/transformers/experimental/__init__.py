@@ -1,0 +1,4 @@
+"""liger_kernel.transformers.experimental"""
+from .embedding import LigerEmbedding
+
+__all__ = ["LigerEmbedding"]

@@ -1,0 +1,54 @@
+"""liger_kernel.transformers.functional: the functions, and CrossEntropyOutput."""
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from ...torch.attn_res import attn_res
+from ..ops import LigerCrossEntropyFunction, LigerFusedLinearCrossEntropyFunction, LigerRMSNormFunction
+
+
+@dataclass
+class CrossEntropyOutput:
+    loss: torch.Tensor
+    z_loss: Optional[torch.Tensor] = None
+    token_accuracy: Optional[torch.Tensor] = None
+    predicted_tokens: Optional[torch.Tensor] = None
+
+
+def liger_cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                        reduction: str = "mean", label_smoothing: float = 0.0, lse_square_scale: float = 0.0,
+                        softcap: Optional[float] = None, return_z_loss: bool = False,
+                        return_token_accuracy: bool = False, return_predicted_tokens: bool = False):
+    """torch.nn.functional.cross_entropy's signature; size_average and reduce
+    are placeholders, as in Liger"""
+    loss, z_loss, token_accuracy, predicted_tokens = LigerCrossEntropyFunction.apply(
+        input, target, weight, ignore_index, lse_square_scale, label_smoothing, reduction, softcap, return_z_loss,
+        return_token_accuracy, return_predicted_tokens)
+    if not return_z_loss and not return_token_accuracy and not return_predicted_tokens:
+        return loss
+    return CrossEntropyOutput(loss=loss, z_loss=z_loss, token_accuracy=token_accuracy,
+                              predicted_tokens=predicted_tokens)
+
+
+def liger_fused_linear_cross_entropy(input, weight, target, bias=None, ce_weight=None, ignore_index: int = -100,
+                                     lse_square_scale: float = 0.0, label_smoothing: float = 0.0,
+                                     reduction: str = "mean", softcap: Optional[float] = None,
+                                     return_z_loss: bool = False, accum_dtype=None, use_token_scaling: bool = False,
+                                     return_token_accuracy: bool = False, return_predicted_tokens: bool = False):
+    loss, z_loss, token_accuracy, predicted_tokens = LigerFusedLinearCrossEntropyFunction.apply(
+        input, weight, target, bias, ce_weight, ignore_index, lse_square_scale, label_smoothing, reduction, softcap,
+        return_z_loss, accum_dtype, use_token_scaling, return_token_accuracy, return_predicted_tokens)
+    if not return_z_loss and not return_token_accuracy and not return_predicted_tokens:
+        return loss
+    return CrossEntropyOutput(loss=loss, z_loss=z_loss, token_accuracy=token_accuracy,
+                              predicted_tokens=predicted_tokens)
+
+
+def liger_rms_norm(X, W, eps, offset: float = 0.0, casting_mode: str = "llama", in_place: bool = True):
+    return LigerRMSNormFunction.apply(X, W, eps, offset, casting_mode, in_place)
+
+
+def liger_attn_res(V, w_query, w_norm, eps: float = 1e-6):
+    """V: [N, B, T, D], or a list of N tensors [B, T, D]"""
+    return attn_res(V, w_query, w_norm, eps)

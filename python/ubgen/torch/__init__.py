@@ -1,0 +1,21 @@
+"""ubgen's kernels as torch.autograd Functions and nn.Modules, for CPU
+tensors of torch.float32, float16 and bfloat16.
+
+Every op runs on the process context (ubgen.configure sets it). Inputs
+are checked before anything is written: a wrong dtype is a TypeError, a
+wrong device, shape, index or value a ValueError with the library's
+message. Non-contiguous inputs are made contiguous first.
+"""
+from .attn_res import AttnRes, AttnResFunction, attn_res
+from .cross_entropy import (CrossEntropyFunction, CrossEntropyLoss, FusedLinearCrossEntropyFunction,
+                            FusedLinearCrossEntropyLoss, cross_entropy, fused_linear_cross_entropy)
+from .embedding import Embedding, EmbeddingFunction, embedding
+from .rms_norm import RMSNorm, RMSNormFunction, rms_norm
+
+__all__ = [
+    "AttnRes", "AttnResFunction", "attn_res",
+    "CrossEntropyFunction", "CrossEntropyLoss", "cross_entropy",
+    "FusedLinearCrossEntropyFunction", "FusedLinearCrossEntropyLoss", "fused_linear_cross_entropy",
+    "Embedding", "EmbeddingFunction", "embedding",
+    "RMSNorm", "RMSNormFunction", "rms_norm",
+]

@@ -1,0 +1,77 @@
+"""RMSNorm (LigerRMSNorm's semantics), forward and backward in one place.
+
+    X [..., H], W [H] or None  ->  Y [..., H];  rstd [rows] f32 saved
+    y = x * rstd * (offset + w), with the rounding of casting_mode
+    ("llama", "gemma", "none"; docs/decisions.md)
+"""
+import torch
+
+from .. import _lib
+from . import _util
+
+
+class RMSNormFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, X, W, eps=1e-6, offset=0.0, casting_mode="llama", in_place=True, row_mode=None):
+        X2 = _util.tensor("X", X, min_ndim=1)
+        dt = _util.dtype_code("X", X2)
+        H = X2.shape[-1]
+        X2 = X2.view(-1, H)
+        Wc = None
+        if W is not None:
+            Wc = _util.same_dtype("W", _util.tensor("W", W, ndim=1), X2.dtype)
+            if Wc.shape[0] != H:
+                raise ValueError("W has shape %s, but X's last dimension is %d" % (tuple(W.shape), H))
+        casting = _util.choice("casting_mode", casting_mode, _lib.CASTINGS)
+        rows = X2.shape[0]
+        Y = torch.empty_like(X2)
+        rstd = torch.empty(rows, dtype=torch.float32)
+        _util.call(_lib.rms_norm_fwd, dt, rows, H, _util.ptr(X2), _util.ptr(Wc), float(eps), float(offset), casting,
+                   _util.ptr(Y), _util.ptr(rstd))
+        ctx.save_for_backward(X2, Wc, rstd)
+        ctx.meta = (X.shape, dt, float(offset), casting, bool(in_place), W.dtype if W is not None else None)
+        return Y.view(X.shape)
+
+    @staticmethod
+    def backward(ctx, dY):
+        X2, Wc, rstd = ctx.saved_tensors
+        shape, dt, offset, casting, in_place, w_dtype = ctx.meta
+        rows, H = X2.shape
+        dY2 = _util.same_dtype("dY", _util.tensor("dY", dY), X2.dtype).reshape(rows, H)
+        # in_place: dX overwrites dY's memory (Liger's default, to save memory)
+        dX = dY2 if in_place else torch.empty_like(dY2)
+        dW = torch.empty(H, dtype=X2.dtype) if Wc is not None else None
+        _util.call(_lib.rms_norm_bwd, dt, rows, H, _util.ptr(dY2), _util.ptr(X2), _util.ptr(Wc), _util.ptr(rstd),
+                   offset, casting, _util.ptr(dX), _util.ptr(dW))
+        if dW is not None and dW.dtype != w_dtype:
+            dW = dW.to(w_dtype)
+        return dX.view(shape), dW, None, None, None, None, None
+
+
+def rms_norm(X, W, eps=1e-6, offset=0.0, casting_mode="llama", in_place=True):
+    return RMSNormFunction.apply(X, W, eps, offset, casting_mode, in_place)
+
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self, hidden_size, eps=1e-6, offset=0.0, casting_mode="llama", init_fn="ones", in_place=True,
+                 elementwise_affine=True, dtype=None):
+        super().__init__()
+        if init_fn not in ("ones", "zeros"):
+            raise ValueError("init_fn=%r is not 'ones' or 'zeros'" % (init_fn,))
+        _util.choice("casting_mode", casting_mode, _lib.CASTINGS)
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            fill = torch.ones if init_fn == "ones" else torch.zeros
+            self.weight = torch.nn.Parameter(fill(hidden_size, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        self.variance_epsilon, self.offset, self.casting_mode, self.in_place = eps, offset, casting_mode, in_place
+
+    def forward(self, hidden_states):
+        return RMSNormFunction.apply(hidden_states, self.weight, self.variance_epsilon, self.offset,
+                                     self.casting_mode, self.in_place)
+
+    def extra_repr(self):
+        shape = tuple(self.weight.shape) if self.weight is not None else None
+        return "weight_shape=%s, eps=%s, offset=%s, in_place=%s" % (shape, self.variance_epsilon, self.offset,
+                                                                   self.in_place)

@@ -1,0 +1,71 @@
+"""The same bits from Python whatever the backend (aot, tcc, gcc) and the
+number of threads (1, 2): ubgen.configure(backend=..., threads=...,
+cache_dir=<private 0700 directory>) then every op forward and backward,
+compared with torch.equal against the default context's run."""
+import os
+import stat
+
+import pytest
+import torch
+
+import ubgen
+
+import _workload
+
+CONFIGS = [(backend, threads) for backend in ("aot", "tcc", "gcc") for threads in (1, 2)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+def test_backends_and_threads_bitwise_equal(dtype, private_cache_dir, restore_context):
+    inp = _workload.make_inputs(dtype)
+    ubgen.configure()
+    base = _workload.run_all(inp)
+    assert base["flce_mean_loss"].isfinite().all() and base["rms_dw"].abs().sum() > 0
+    for backend, threads in CONFIGS:
+        ctx = ubgen.configure(backend=backend, threads=threads, cache_dir=private_cache_dir)
+        assert ubgen.context() is ctx
+        assert ubgen.settings()["backend"] == backend and ubgen.settings()["threads"] == threads
+        got = _workload.run_all(inp)
+        # each backend really ran: the last call's variants carry its name
+        variant = ctx.last_variant()
+        assert variant and ("@" + backend) in variant, (backend, variant)
+        _workload.assert_bitwise_equal(got, base, "backend=%s threads=%d" % (backend, threads))
+    # the gcc backend compiled into the private cache, which stays private
+    st = os.stat(private_cache_dir)
+    assert stat.S_IMODE(st.st_mode) == 0o700
+    assert any(name.endswith(".so") for name in os.listdir(private_cache_dir))
+
+
+def test_configure_resets_to_defaults(restore_context):
+    ubgen.configure(backend="tcc", threads=1)
+    assert ubgen.settings()["backend"] == "tcc"
+    ubgen.configure()
+    assert all(v is None for v in ubgen.settings().values())
+    x = torch.randn(3, 40)
+    ubgen.torch.rms_norm(x, None)
+    assert "@tcc" not in ubgen.context().last_variant()
+
+
+def test_forced_variant_round_trip(restore_context):
+    """Context.set_variant: forcing the variant automatic selection chose
+    runs it (the same bits); an unknown kernel, pass or variant is a
+    ValueError naming it; None is automatic selection again"""
+    ctx = ubgen.configure(threads=1)
+    x, w = torch.randn(2, 64), torch.randn(64)
+    y_auto = ubgen.torch.rms_norm(x, w)
+    chosen = ctx.last_variant()
+    assert chosen.startswith("rms_norm_fwd_f32_"), chosen
+    name = chosen.split("@")[0]
+    ctx.set_variant("rms_norm", "fwd", name)
+    y_forced = ubgen.torch.rms_norm(x, w)
+    assert ctx.last_variant().split("@")[0] == name
+    assert torch.equal(y_forced, y_auto)
+    with pytest.raises(ValueError, match="no-such-variant"):
+        ctx.set_variant("rms_norm", "fwd", "no-such-variant")
+    with pytest.raises(ValueError, match="no-such-kernel"):
+        ctx.set_variant("no-such-kernel", "fwd", name)
+    with pytest.raises(ValueError, match="no-such-pass"):
+        ctx.set_variant("rms_norm", "no-such-pass", name)
+    ctx.set_variant("rms_norm", "fwd", None)
+    assert torch.equal(ubgen.torch.rms_norm(x, w), y_auto)
+    assert torch.allclose(y_auto, x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w, atol=1e-5)

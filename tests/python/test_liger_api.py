@@ -1,0 +1,171 @@
+"""ubgen.liger: Liger-Kernel's public names at Liger's import paths, with
+Liger's parameter names, order and defaults, and Liger's return types."""
+import dataclasses
+import importlib
+import inspect
+
+import pytest
+import torch
+
+import ubgen.liger as liger
+
+# (parameter, default) in Liger's order; inspect.Parameter.empty: required
+REQ = inspect.Parameter.empty
+SIGNATURES = {
+    "LigerRMSNorm.__init__": [("hidden_size", REQ), ("eps", 1e-6), ("offset", 0.0), ("casting_mode", "llama"),
+                              ("init_fn", "ones"), ("in_place", True), ("row_mode", None),
+                              ("elementwise_affine", True)],
+    "LigerRMSNorm.forward": [("hidden_states", REQ)],
+    "LigerRMSNormFunction.forward": [("X", REQ), ("W", REQ), ("eps", 1e-6), ("offset", 0.0),
+                                     ("casting_mode", "llama"), ("in_place", True), ("row_mode", None)],
+    "liger_rms_norm": [("X", REQ), ("W", REQ), ("eps", REQ), ("offset", 0.0), ("casting_mode", "llama"),
+                       ("in_place", True)],
+    "LigerEmbedding.__init__": [("num_embeddings", REQ), ("embedding_dim", REQ), ("padding_idx", None)],
+    "LigerEmbedding.forward": [("indices", REQ)],
+    "LigerAttnResFunction.forward": [("V", REQ), ("w_query", REQ), ("w_norm", REQ), ("eps", 1e-6)],
+    "liger_attn_res": [("V", REQ), ("w_query", REQ), ("w_norm", REQ), ("eps", 1e-6)],
+    "LigerFusedLinearCrossEntropyFunction.forward": [
+        ("_input", REQ), ("weight", REQ), ("target", REQ), ("bias", None), ("ce_weight", None),
+        ("ignore_index", -100), ("lse_square_scale", 0.0), ("label_smoothing", 0.0), ("reduction", "mean"),
+        ("softcap", None), ("return_z_loss", False), ("accum_dtype", None), ("use_token_scaling", False),
+        ("return_token_accuracy", False), ("return_predicted_tokens", False)],
+    "liger_fused_linear_cross_entropy": [
+        ("input", REQ), ("weight", REQ), ("target", REQ), ("bias", None), ("ce_weight", None),
+        ("ignore_index", -100), ("lse_square_scale", 0.0), ("label_smoothing", 0.0), ("reduction", "mean"),
+        ("softcap", None), ("return_z_loss", False), ("accum_dtype", None), ("use_token_scaling", False),
+        ("return_token_accuracy", False), ("return_predicted_tokens", False)],
+    "LigerFusedLinearCrossEntropyLoss.__init__": [
+        ("ce_weight", None), ("ignore_index", -100), ("lse_square_scale", 0.0), ("label_smoothing", 0.0),
+        ("reduction", "mean"), ("softcap", None), ("return_z_loss", False), ("accum_dtype", None),
+        ("use_token_scaling", False), ("return_token_accuracy", False), ("return_predicted_tokens", False)],
+    "LigerFusedLinearCrossEntropyLoss.forward": [("lin_weight", REQ), ("_input", REQ), ("target", REQ),
+                                                 ("bias", None)],
+    "LigerCrossEntropyFunction.forward": [
+        ("_input", REQ), ("target", REQ), ("weight", None), ("ignore_index", -100), ("lse_square_scale", 0.0),
+        ("label_smoothing", 0.0), ("reduction", "mean"), ("softcap", None), ("return_z_loss", False),
+        ("return_token_accuracy", False), ("return_predicted_tokens", False)],
+    "liger_cross_entropy": [
+        ("input", REQ), ("target", REQ), ("weight", None), ("size_average", None), ("ignore_index", -100),
+        ("reduce", None), ("reduction", "mean"), ("label_smoothing", 0.0), ("lse_square_scale", 0.0),
+        ("softcap", None), ("return_z_loss", False), ("return_token_accuracy", False),
+        ("return_predicted_tokens", False)],
+    "LigerCrossEntropyLoss.__init__": [
+        ("weight", None), ("ignore_index", -100), ("lse_square_scale", 0.0), ("label_smoothing", 0.0),
+        ("reduction", "mean"), ("softcap", None), ("return_z_loss", False), ("return_token_accuracy", False),
+        ("return_predicted_tokens", False)],
+    "LigerCrossEntropyLoss.forward": [("_input", REQ), ("target", REQ)],
+}
+
+
+def resolve(name):
+    obj = liger
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+@pytest.mark.parametrize("name", sorted(SIGNATURES))
+def test_signature(name):
+    params = list(inspect.signature(resolve(name)).parameters.values())
+    if name.endswith((".__init__", ".forward")) and params[0].name in ("self", "ctx"):
+        params = params[1:]
+    got = [(p.name, p.default) for p in params]
+    assert got == SIGNATURES[name]
+
+
+MODULE_PATHS = {
+    "ubgen.liger.ops": ["LigerRMSNormFunction", "LigerEmbeddingFunction", "LigerAttnResFunction",
+                        "LigerFusedLinearCrossEntropyFunction", "LigerCrossEntropyFunction"],
+    "ubgen.liger.ops.cross_entropy": ["LigerCrossEntropyFunction", "liger_cross_entropy_kernel"],
+    "ubgen.liger.ops.utils": ["is_hip"],
+    "ubgen.liger.transformers": ["LigerRMSNorm", "LigerEmbedding", "LigerFusedLinearCrossEntropyLoss",
+                                 "LigerCrossEntropyLoss"],
+    "ubgen.liger.transformers.functional": ["liger_rms_norm", "liger_attn_res", "liger_fused_linear_cross_entropy",
+                                            "liger_cross_entropy", "CrossEntropyOutput"],
+    "ubgen.liger.transformers.rms_norm": ["LigerRMSNorm"],
+    "ubgen.liger.transformers.fused_linear_cross_entropy": ["LigerFusedLinearCrossEntropyLoss"],
+    "ubgen.liger.transformers.cross_entropy": ["LigerCrossEntropyLoss"],
+    "ubgen.liger.transformers.experimental.embedding": ["LigerEmbedding"],
+    "ubgen.liger.utils": ["infer_device", "infer_comm_backend"],
+}
+
+
+@pytest.mark.parametrize("module", sorted(MODULE_PATHS))
+def test_import_paths(module):
+    """Liger's module paths with liger_kernel replaced by ubgen.liger; each
+    name the same object as at the package's top level where it is there"""
+    mod = importlib.import_module(module)
+    for name in MODULE_PATHS[module]:
+        obj = getattr(mod, name)
+        if hasattr(liger, name):
+            assert obj is getattr(liger, name), name
+
+
+def test_top_level_names():
+    for name in ["LigerRMSNorm", "LigerRMSNormFunction", "liger_rms_norm", "LigerEmbedding", "LigerAttnResFunction",
+                 "liger_attn_res", "LigerFusedLinearCrossEntropyFunction", "liger_fused_linear_cross_entropy",
+                 "LigerFusedLinearCrossEntropyLoss", "CrossEntropyOutput", "LigerCrossEntropyFunction",
+                 "liger_cross_entropy", "LigerCrossEntropyLoss"]:
+        assert name in liger.__all__ and hasattr(liger, name), name
+    for fn in ("LigerRMSNormFunction", "LigerAttnResFunction", "LigerFusedLinearCrossEntropyFunction",
+               "LigerCrossEntropyFunction", "LigerEmbeddingFunction"):
+        assert issubclass(getattr(liger, fn), torch.autograd.Function)
+    for mod in ("LigerRMSNorm", "LigerEmbedding", "LigerFusedLinearCrossEntropyLoss", "LigerCrossEntropyLoss"):
+        assert issubclass(getattr(liger, mod), torch.nn.Module)
+    assert liger.utils.infer_device() == "cpu"
+    assert liger.ops.utils.is_hip() is False
+
+
+def test_cross_entropy_output_dataclass():
+    fields = [(f.name, f.default) for f in dataclasses.fields(liger.CrossEntropyOutput)]
+    assert fields == [("loss", dataclasses.MISSING), ("z_loss", None), ("token_accuracy", None),
+                      ("predicted_tokens", None)]
+    out = liger.CrossEntropyOutput(loss=torch.tensor(1.0))
+    assert out.z_loss is None and out.token_accuracy is None and out.predicted_tokens is None
+
+
+@pytest.mark.parametrize("flags", [dict(), dict(return_z_loss=True), dict(return_token_accuracy=True),
+                                   dict(return_predicted_tokens=True)], ids=["none", "z", "acc", "pred"])
+def test_return_types(flags):
+    """the functionals and the loss modules return the loss tensor when no
+    return_* flag is set, else a CrossEntropyOutput; the Functions always
+    return a 4-tuple with None for what was not asked"""
+    x = torch.randn(6, 5, requires_grad=True)
+    w = torch.randn(7, 5, requires_grad=True)
+    logits = torch.randn(6, 7, requires_grad=True)
+    t = torch.tensor([1, 2, 3, -100, 5, 6])
+    want_struct = bool(flags)
+    results = [
+        liger.liger_fused_linear_cross_entropy(x, w, t, **flags),
+        liger.LigerFusedLinearCrossEntropyLoss(**flags)(w, x, t),
+        liger.liger_cross_entropy(logits, t, **flags),
+        liger.LigerCrossEntropyLoss(**flags)(logits, t),
+    ]
+    for r in results:
+        if want_struct:
+            assert isinstance(r, liger.CrossEntropyOutput)
+            assert (r.z_loss is not None) == flags.get("return_z_loss", False)
+            assert (r.token_accuracy is not None) == flags.get("return_token_accuracy", False)
+            assert (r.predicted_tokens is not None) == flags.get("return_predicted_tokens", False)
+            assert r.loss.requires_grad
+        else:
+            assert isinstance(r, torch.Tensor) and r.shape == () and r.requires_grad
+    z, acc, pred = (flags.get(k, False) for k in ("return_z_loss", "return_token_accuracy", "return_predicted_tokens"))
+    tup = liger.LigerFusedLinearCrossEntropyFunction.apply(x, w, t, None, None, -100, 0.0, 0.0, "mean", None, z, None,
+                                                           False, acc, pred)
+    assert isinstance(tup, tuple) and len(tup) == 4
+    assert [v is not None for v in tup] == [True, z, acc, pred]
+    tup = liger.LigerCrossEntropyFunction.apply(logits, t, None, -100, 0.0, 0.0, "mean", None, z, acc, pred)
+    assert isinstance(tup, tuple) and len(tup) == 4
+    assert [v is not None for v in tup] == [True, z, acc, pred]
+
+
+def test_loss_modules_assert_their_arguments_as_liger():
+    with pytest.raises(AssertionError):
+        liger.LigerCrossEntropyLoss(label_smoothing=1.5)
+    with pytest.raises(AssertionError):
+        liger.LigerCrossEntropyLoss(reduction="avg")
+    with pytest.raises(AssertionError):
+        liger.LigerFusedLinearCrossEntropyLoss(softcap=0.0)
+    with pytest.raises(AssertionError):
+        liger.LigerRMSNorm(8, init_fn="normal")
