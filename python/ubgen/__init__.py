@@ -8,7 +8,7 @@ AttnRes, fused linear cross entropy) from libubgen.so, through ctypes.
 sets the process context the ops run on (docs/python.md).
 """
 from ._context import Context, configure, context, settings
-from ._lib import LIB_PATH, UbgenError
+from ._lib import LIB_PATH, OutOfBounds, UbgenError
 
 __version__ = "0.1.0"
-__all__ = ["Context", "configure", "context", "settings", "LIB_PATH", "UbgenError", "__version__"]
+__all__ = ["Context", "configure", "context", "settings", "LIB_PATH", "OutOfBounds", "UbgenError", "__version__"]

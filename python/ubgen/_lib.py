@@ -133,12 +133,20 @@ class UbgenError(RuntimeError):
     that did not compile, a file it could not read."""
 
 
+class OutOfBounds(ValueError, AssertionError):
+    """An index or target outside its range. A ValueError, and an
+    AssertionError whose message says "out of bounds", as Liger's kernels
+    raise one: code written for Liger that catches it keeps working."""
+
+
 def raise_for(status, handle):
     """The exception for a non-OK status, with the library's message (the
     calling thread's last failure on this context)."""
     msg = ctx_error(handle)
     text = msg.decode("utf-8", "replace") if msg else status_str(status).decode()
-    if status in (EINVAL, ERANGE, EUB):
+    if status == ERANGE:
+        raise OutOfBounds(text + " (out of bounds)")
+    if status in (EINVAL, EUB):
         raise ValueError(text)
     if status == ENOMEM:
         raise MemoryError(text)

@@ -140,7 +140,10 @@ def test_refused(call, exc, pattern, restore_context):
     snap = {"X4": X4.detach().clone(), "W10": W10.detach().clone(), "TGT": TGT.clone()}
     with pytest.raises(exc) as info:
         call()
-    assert not isinstance(info.value, AssertionError)
+    # a refusal, not a failed assert; an index out of range is also an
+    # AssertionError that says so, as Liger's kernels raise
+    if isinstance(info.value, AssertionError):
+        assert isinstance(info.value, ubgen.OutOfBounds) and "out of bounds" in str(info.value), repr(info.value)
     assert re.search(pattern, str(info.value)), "message %r does not match %r" % (str(info.value), pattern)
     # nothing written: the shared inputs as they were, no gradient, the same process context
     assert torch.equal(X4.detach(), snap["X4"]) and torch.equal(W10.detach(), snap["W10"])
