@@ -6,12 +6,16 @@ memory of a full step; then the Python overhead of a call on a tiny shape.
     bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,flce]
 
 Both providers run in this process with the same threads (torch's and the
-library's: the machine's cores), interleaved repetition by repetition.
+library's: the machine's cores), interleaved repetition by repetition, with
+the process's allocator as PyTorch leaves it (glibc's malloc: a large
+tensor gets fresh pages from the kernel; ubgen.torch keeps its outputs'
+mappings for reuse, docs/python.md).
 Speed: the median (and 20th, 80th percentiles) of the per-repetition
 times, in ms; the ratio torch / ubgen per point is printed and stored in
-extra_benchmark_config_str. Memory: the resident memory a full step adds at
-its peak (MB), and for FLCE that less the gradients' own bytes (dx, dW),
-which both providers must hold. Writes Liger's JSON format.
+extra_benchmark_config_str. Memory, measured after every timing: the resident
+memory a full step adds at its peak (MB), with every large block fresh
+from the kernel and returned to it (no reuse by either provider), and for
+FLCE that less the gradients' own bytes (dx, dW), which both must hold. Writes Liger's JSON format.
 """
 import argparse
 import ctypes
@@ -67,9 +71,24 @@ def embedding_case(V, D, n, dt):
     w = torch.randn(V, D, dtype=dt, requires_grad=True)
     ids = torch.randint(0, V, (n,))
     g = torch.randn(n, D, dtype=dt)
+    out, dtable = torch.empty(n, D, dtype=dt), torch.zeros(V, D, dtype=dt)
+
+    def copy():
+        """the bytes the op must move, as copies into buffers already
+        faulted in: its bandwidth ceiling (forward: a row read and written
+        per token; backward: dout read, the table zeroed and rows written)"""
+        t0 = time.perf_counter()
+        out.copy_(g)
+        t1 = time.perf_counter()
+        dtable.zero_()
+        dtable[:n].copy_(g) if n <= V else dtable.copy_(g[:V])
+        t2 = time.perf_counter()
+        return {"forward": t1 - t0, "backward": t2 - t1, "full": t2 - t0}
+
     return {
         "ubgen": lambda: step(lambda: ut.embedding(ids, w), (w,), lambda y: g),
         "torch": lambda: step(lambda: F.embedding(ids, w), (w,), lambda y: g),
+        "copy": copy,
     }, None
 
 
@@ -119,40 +138,57 @@ OPS = {
 }
 
 
-def run_op(name, reps, quick, records):
+def speed_op(name, reps, quick, records):
     case, x_name, x_label, xs, quick_xs, fixed, dtypes = OPS[name]
     xs = quick_xs if quick else xs
     for dname in dtypes:
         dt = DTYPES[dname]
         speed = {}  # provider -> mode -> [(p50, p20, p80)]
-        mem = {}
         ratios = []
         for x in xs:
-            cases, grad_bytes = case(x, dt)
+            cases, _ = case(x, dt)
             r = max(3, reps // 3) if name == "fused_linear_cross_entropy" else reps
             got = common.interleaved(cases, r)
             for prov, modes in got.items():
                 for mode, ms in modes.items():
                     speed.setdefault(prov, {}).setdefault(mode, []).append(common.percentiles(ms))
-            for prov, fn in cases.items():
-                extra = common.peak_extra_bytes(fn) / 2 ** 20
-                mem.setdefault(prov, []).append(extra)
             ratio = {m: speed["torch"][m][-1][0] / speed["ubgen"][m][-1][0] for m in ("forward", "backward", "full")}
             ratios.append(ratio)
-            line = "  ".join("%s %.2fx" % (m, ratio[m]) for m in ratio)
-            memline = "mem MB ubgen %.1f torch %.1f" % (mem["ubgen"][-1], mem["torch"][-1])
-            if grad_bytes:
-                beyond = [max(mem[p][-1] - grad_bytes / 2 ** 20, 0) for p in ("ubgen", "torch")]
-                memline += " (beyond the gradients %.1f vs %.1f: %.1f%%)" % (
-                    beyond[0], beyond[1], 100 * beyond[0] / beyond[1] if beyond[1] else 0)
-            print("%-28s %-4s %s=%-6d torch/ubgen: %s   ubgen full %.2f ms, torch %.2f ms; %s" % (
-                name, dname, x_name, x, line, speed["ubgen"]["full"][-1][0], speed["torch"]["full"][-1][0], memline),
-                flush=True)
+            ceiling = ""
+            if "copy" in speed:  # the most any kernel could be faster than torch here
+                ceiling = "; copy of the bytes %.2f ms: torch/copy %.1fx" % (
+                    speed["copy"]["full"][-1][0], speed["torch"]["full"][-1][0] / speed["copy"]["full"][-1][0])
+            print("%-28s %-4s %s=%-6d torch/ubgen: %s   full: ubgen %.2f ms, torch %.2f ms%s" % (
+                name, dname, x_name, x, "  ".join("%s %.2fx" % (m, ratio[m]) for m in ratio),
+                speed["ubgen"]["full"][-1][0], speed["torch"]["full"][-1][0], ceiling), flush=True)
         extra = dict(fixed, dtype=dname, threads=torch.get_num_threads(),
                      torch_over_ubgen=[{m: round(v, 3) for m, v in r.items()} for r in ratios])
         for prov in speed:
             for mode, ys in speed[prov].items():
                 records.append(common.entry(name, prov, mode, "speed", "ms", x_name, x_label, xs, ys, extra))
+
+
+def memory_op(name, quick, records):
+    """the peak of a full step; after every timing (common.memory_mode)"""
+    case, x_name, x_label, xs, quick_xs, fixed, dtypes = OPS[name]
+    xs = quick_xs if quick else xs
+    for dname in dtypes:
+        mem = {}
+        for x in xs:
+            cases, grad_bytes = case(x, DTYPES[dname])
+            cases.pop("copy", None)
+            for fn in cases.values():  # once each first: compiled, warmed up
+                fn()
+            for prov, fn in cases.items():
+                mem.setdefault(prov, []).append(common.peak_extra_bytes(fn) / 2 ** 20)
+            line = "ubgen %.1f MB, torch %.1f MB" % (mem["ubgen"][-1], mem["torch"][-1])
+            if grad_bytes:  # what both must hold: the gradients dx and dW themselves
+                beyond = [max(mem[p][-1] - grad_bytes / 2 ** 20, 0) for p in ("ubgen", "torch")]
+                line += "; beyond the gradients %.1f MB vs %.1f MB: %.1f%% of torch's" % (
+                    beyond[0], beyond[1], 100 * beyond[0] / beyond[1] if beyond[1] else 0)
+            print("%-28s %-4s %s=%-6d peak memory of a full step: %s" % (name, dname, x_name, x, line), flush=True)
+        extra = dict(fixed, dtype=dname, allocation="glibc M_MMAP_THRESHOLD 256 KiB, no ubgen.torch pool")
+        for prov in mem:
             records.append(common.entry(name, prov, "full", "memory", "MB", x_name, x_label, xs,
                                         [(m, m, m) for m in mem[prov]], extra))
 
@@ -200,13 +236,19 @@ def main():
     print("threads: torch %d, ubgen %s; library %s" % (torch.get_num_threads(), ubgen.context().settings["threads"]
                                                         or "all", ubgen.LIB_PATH), flush=True)
     records = []
-    for name in a.ops.split(","):
+    ops = a.ops.split(",")
+    for name in ops:
+        if name not in OPS and name != "overhead":
+            sys.exit("bench_ops: --ops %s: not one of %s, overhead" % (name, ", ".join(OPS)))
+    for name in ops:
         if name == "overhead":
             overhead(records)
-        elif name in OPS:
-            run_op(name, a.reps, a.quick, records)
         else:
-            sys.exit("bench_ops: --ops %s: not one of %s, overhead" % (name, ", ".join(OPS)))
+            speed_op(name, a.reps, a.quick, records)
+    common.memory_mode()
+    for name in ops:
+        if name != "overhead":
+            memory_op(name, a.quick, records)
     common.write_json(a.out, records)
     print("wrote %s" % a.out)
 

@@ -40,9 +40,18 @@ def interleaved(cases, reps, warmup=1):
 
 
 _libc = ctypes.CDLL(None)
-# large blocks come from mmap and go back to the kernel when freed, so each
-# call's peak shows in its own measurement instead of a heap kept resident
-_libc.mallopt(-3, 256 * 1024)  # M_MMAP_THRESHOLD
+
+
+def memory_mode():
+    """From here on large blocks come from mmap and go back to the kernel
+    when freed (glibc's M_MMAP_THRESHOLD fixed at 256 KiB), so a call's peak
+    shows in its own measurement, not in a heap kept resident; and
+    ubgen.torch keeps no mappings for reuse. Call it after the timings:
+    it changes how the process allocates for good."""
+    from ubgen.torch import _util
+
+    _libc.mallopt(-3, 256 * 1024)  # M_MMAP_THRESHOLD
+    _util.set_pool_limit(0)
 
 
 def _status(key):

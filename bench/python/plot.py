@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 PANELS = [("speed", "forward"), ("speed", "backward"), ("speed", "full"), ("memory", "full")]
-COLORS = {"ubgen": "tab:blue", "torch": "tab:orange"}
+COLORS = {"ubgen": "tab:blue", "torch": "tab:orange", "copy": "tab:gray"}
 
 
 def main():

@@ -11,6 +11,7 @@ from .cross_entropy import (CrossEntropyFunction, CrossEntropyLoss, FusedLinearC
                             FusedLinearCrossEntropyLoss, cross_entropy, fused_linear_cross_entropy)
 from .embedding import Embedding, EmbeddingFunction, embedding
 from .rms_norm import RMSNorm, RMSNormFunction, rms_norm
+from ._util import empty_cache, pool_bytes, set_pool_limit
 
 __all__ = [
     "AttnRes", "AttnResFunction", "attn_res",
@@ -18,4 +19,5 @@ __all__ = [
     "FusedLinearCrossEntropyFunction", "FusedLinearCrossEntropyLoss", "fused_linear_cross_entropy",
     "Embedding", "EmbeddingFunction", "embedding",
     "RMSNorm", "RMSNormFunction", "rms_norm",
+    "empty_cache", "pool_bytes", "set_pool_limit",
 ]

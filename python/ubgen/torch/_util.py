@@ -1,5 +1,11 @@
 """Tensors to C arguments: checks that name the argument, dtype codes,
-pointers. A check fails before any call, so a refused op writes nothing."""
+pointers, and the outputs' memory. A check fails before any call, so a
+refused op writes nothing."""
+import mmap
+import os
+import sys
+import threading
+
 import torch
 
 from .. import _lib
@@ -76,3 +82,92 @@ def call(fn, *args):
     ctx = context()
     ctx.check(fn(ctx.handle, *args))
     return ctx
+
+
+# Outputs of 2 MiB and more live in private anonymous mappings advised
+# for transparent huge pages, kept in a pool for reuse once no tensor
+# views them any more: PyTorch's CPU allocator hands out fresh pages for
+# every large tensor, and a kernel's first write of 32 MiB then spends most
+# of its time in page faults (8192 of them with 4 KiB pages). The pool
+# keeps at most pool_limit() bytes; empty_cache() returns the free ones.
+_HUGE = 2 << 20
+_ELEM_BYTES = {torch.float32: 4, torch.float16: 2, torch.bfloat16: 2, torch.int64: 8}
+_pool = {}  # mapping bytes -> [mmap]
+_pool_bytes = 0
+_pool_limit = int(os.environ.get("UBGEN_PY_POOL_BYTES", 2 << 30))
+_pool_lock = threading.Lock()
+
+
+# A mapping no tensor views is held by three references only, where these
+# loops look: the pool's list, the loop's name and getrefcount's argument
+# (a tensor's storage holds one more, for as long as any view of it lives).
+_UNUSED = 3
+
+
+def _mapping(size):
+    global _pool_bytes
+    bucket = _pool.setdefault(size, [])
+    for buf in bucket:
+        if sys.getrefcount(buf) == _UNUSED:
+            return buf
+    if _pool_bytes + size > _pool_limit:
+        _drop_free()
+    buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    try:
+        buf.madvise(mmap.MADV_HUGEPAGE)
+    except (AttributeError, OSError):  # no transparent huge pages here: 4 KiB pages
+        pass
+    if _pool_bytes + size <= _pool_limit:
+        bucket.append(buf)
+        _pool_bytes += size
+    return buf
+
+
+def _drop_free():
+    global _pool_bytes
+    for size, bucket in _pool.items():
+        keep = [b for b in bucket if sys.getrefcount(b) > _UNUSED]
+        _pool_bytes -= size * (len(bucket) - len(keep))
+        bucket[:] = keep
+
+
+def empty(shape, dtype):
+    """an uninitialized tensor of shape and dtype for an op's output"""
+    n = 1
+    for d in shape:
+        n *= d
+    nbytes = n * _ELEM_BYTES[dtype]
+    if nbytes < _HUGE:
+        return torch.empty(shape, dtype=dtype)
+    size = (nbytes + 2 * _HUGE - 1) // _HUGE * _HUGE  # room to start on a 2 MiB boundary
+    with _pool_lock:  # the view holds the mapping before another thread looks
+        buf = _mapping(size)
+        raw = torch.frombuffer(buf, dtype=torch.uint8)
+    off = (-raw.data_ptr()) % _HUGE
+    return raw[off:off + nbytes].view(dtype).view(shape)
+
+
+def empty_like(t):
+    return empty(tuple(t.shape), t.dtype)
+
+
+def empty_cache():
+    """returns the pool's free mappings to the system"""
+    with _pool_lock:
+        _drop_free()
+
+
+def pool_bytes():
+    """bytes of mappings the pool holds, in use or free"""
+    return _pool_bytes
+
+
+def set_pool_limit(nbytes):
+    """the most the pool keeps (default 2 GiB, or $UBGEN_PY_POOL_BYTES); 0 keeps nothing"""
+    global _pool_limit
+    if not isinstance(nbytes, int) or nbytes < 0:
+        raise ValueError("pool limit %r is not a byte count >= 0" % (nbytes,))
+    with _pool_lock:
+        _pool_limit = nbytes
+        if _pool_bytes > nbytes:
+            _drop_free()

@@ -22,9 +22,9 @@ class AttnResFunction(torch.autograd.Function):
         for name, w in (("w_query", wq), ("w_norm", wn)):
             if w.shape[0] != D:
                 raise ValueError("%s has shape %s, but V's last dimension is %d" % (name, tuple(w.shape), D))
-        out = torch.empty(Vc.shape[1:], dtype=Vc.dtype)
-        alpha = torch.empty(tokens * N, dtype=torch.float32)
-        rstd = torch.empty(tokens * N, dtype=torch.float32)
+        out = _util.empty(tuple(Vc.shape[1:]), Vc.dtype)
+        alpha = _util.empty((tokens * N,), torch.float32)
+        rstd = _util.empty((tokens * N,), torch.float32)
         _util.call(_lib.attn_res_fwd, dt, N, tokens, D, _util.ptr(Vc), _util.ptr(wq), _util.ptr(wn), float(eps),
                    _util.ptr(out), _util.ptr(alpha), _util.ptr(rstd))
         ctx.save_for_backward(Vc, wq, wn, alpha, rstd)
@@ -36,9 +36,9 @@ class AttnResFunction(torch.autograd.Function):
         Vc, wq, wn, alpha, rstd = ctx.saved_tensors
         dt, N, tokens, D, wq_dtype, wn_dtype = ctx.meta
         g = _util.same_dtype("dout", _util.tensor("dout", dout), Vc.dtype)
-        dV = torch.empty_like(Vc)
-        dwq = torch.empty(D, dtype=Vc.dtype)
-        dwn = torch.empty(D, dtype=Vc.dtype)
+        dV = _util.empty_like(Vc)
+        dwq = _util.empty((D,), Vc.dtype)
+        dwn = _util.empty((D,), Vc.dtype)
         _util.call(_lib.attn_res_bwd, dt, N, tokens, D, _util.ptr(g), _util.ptr(Vc), _util.ptr(wq), _util.ptr(wn),
                    _util.ptr(alpha), _util.ptr(rstd), _util.ptr(dV), _util.ptr(dwq), _util.ptr(dwn))
         return dV, dwq.to(wq_dtype), dwn.to(wn_dtype), None

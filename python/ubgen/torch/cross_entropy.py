@@ -60,9 +60,9 @@ def _flags(return_z_loss, return_token_accuracy, return_predicted_tokens):
 
 def _per_row_outputs(reduction, bt, return_z_loss, return_token_accuracy):
     n = bt if reduction == _lib.REDUCTIONS["none"] else 1
-    loss = torch.empty(n, dtype=torch.float32)
-    z = torch.empty(n, dtype=torch.float32) if return_z_loss else None
-    acc = torch.empty(n, dtype=torch.float32) if return_token_accuracy else None
+    loss = _util.empty((n,), torch.float32)
+    z = _util.empty((n,), torch.float32) if return_z_loss else None
+    acc = _util.empty((n,), torch.float32) if return_token_accuracy else None
     return loss, z, acc
 
 
@@ -83,9 +83,9 @@ def _flce_call(x, w, t, opts, want, grad_rows=None):
     V = w.shape[0]
     dt = _util.dtype_code("_input", x)
     loss, z, acc, am = want["loss"], want["z"], want["acc"], want["am"]
-    dx = torch.empty_like(x) if want["dx"] else None
-    dw = torch.empty_like(w) if want["dw"] else None
-    db = torch.empty(V, dtype=x.dtype) if want["db"] else None
+    dx = _util.empty_like(x) if want["dx"] else None
+    dw = _util.empty_like(w) if want["dw"] else None
+    db = _util.empty((V,), x.dtype) if want["db"] else None
     if grad_rows is not None:
         opts.grad_output = _util.ptr(grad_rows)
     out = _lib.FlceOut(_util.ptr(loss), _util.ptr(z), _util.ptr(am), _util.ptr(dx), _util.ptr(dw), _util.ptr(db),
@@ -112,7 +112,7 @@ class FusedLinearCrossEntropyFunction(torch.autograd.Function):
                               ce_weight, bias, use_token_scaling, w.shape[0])
         red = opts.reduction
         loss, z, acc = _per_row_outputs(red, bt, return_z_loss, return_token_accuracy)
-        am = torch.empty(bt, dtype=torch.int64) if return_predicted_tokens else None
+        am = _util.empty((bt,), torch.int64) if return_predicted_tokens else None
         grads = dict(dx=_input.requires_grad, dw=weight.requires_grad,
                      db=bias is not None and bias.requires_grad)
         # "none": grad_output is per row and must enter before the sums over rows
@@ -138,7 +138,7 @@ class FusedLinearCrossEntropyFunction(torch.autograd.Function):
             x, w, t, *keep = ctx.saved_tensors
             g = grad_output.detach().to(torch.float32).contiguous().view(-1)
             bt = x.shape[0]
-            want = dict(loss=torch.empty(bt, dtype=torch.float32), z=None, acc=None, am=None, **ctx.grads)
+            want = dict(loss=_util.empty((bt,), torch.float32), z=None, acc=None, am=None, **ctx.grads)
             dx, dw, db = _flce_call(x, w, t, ctx.opts, want, grad_rows=g)
         else:
             dx, dw, db = ctx.saved_tensors
@@ -181,8 +181,8 @@ class CrossEntropyFunction(torch.autograd.Function):
                               weight, None, False, V)
         red = opts.reduction
         loss, z, acc = _per_row_outputs(red, bt, return_z_loss, return_token_accuracy)
-        am = torch.empty(bt, dtype=torch.int64) if return_predicted_tokens else None
-        dl = torch.empty_like(logits) if _input.requires_grad else None
+        am = _util.empty((bt,), torch.int64) if return_predicted_tokens else None
+        dl = _util.empty_like(logits) if _input.requires_grad else None
         out = _lib.CeOut(_util.ptr(loss), _util.ptr(z), _util.ptr(am), _util.ptr(acc), _util.ptr(dl))
         _util.call(_lib.cross_entropy, dt, bt, V, _util.ptr(logits), _util.ptr(t), ctypes.byref(opts),
                    ctypes.byref(out))

@@ -30,7 +30,7 @@ class EmbeddingFunction(torch.autograd.Function):
         pad = _padding(padding_idx, V)
         idx = _util.indices("indices", indices).view(-1)
         n = idx.shape[0]
-        out = torch.empty(n, D, dtype=table.dtype)
+        out = _util.empty((n, D), table.dtype)
         _util.call(_lib.embedding_fwd, dt, V, D, _util.ptr(table), n, _util.ptr(idx), _util.ptr(out))
         ctx.save_for_backward(idx)
         ctx.meta = (dt, V, D, pad, table.dtype)
@@ -42,7 +42,7 @@ class EmbeddingFunction(torch.autograd.Function):
         dt, V, D, pad, dtype = ctx.meta
         n = idx.shape[0]
         g = _util.same_dtype("dout", _util.tensor("dout", dout), dtype).reshape(n, D)
-        dtable = torch.empty(V, D, dtype=dtype)
+        dtable = _util.empty((V, D), dtype)
         _util.call(_lib.embedding_bwd, dt, V, D, n, _util.ptr(idx), _util.ptr(g), pad, _util.ptr(dtable))
         return dtable, None, None
 

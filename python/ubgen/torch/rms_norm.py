@@ -24,8 +24,8 @@ class RMSNormFunction(torch.autograd.Function):
                 raise ValueError("W has shape %s, but X's last dimension is %d" % (tuple(W.shape), H))
         casting = _util.choice("casting_mode", casting_mode, _lib.CASTINGS)
         rows = X2.shape[0]
-        Y = torch.empty_like(X2)
-        rstd = torch.empty(rows, dtype=torch.float32)
+        Y = _util.empty_like(X2)
+        rstd = _util.empty((rows,), torch.float32)
         _util.call(_lib.rms_norm_fwd, dt, rows, H, _util.ptr(X2), _util.ptr(Wc), float(eps), float(offset), casting,
                    _util.ptr(Y), _util.ptr(rstd))
         ctx.save_for_backward(X2, Wc, rstd)
@@ -39,8 +39,8 @@ class RMSNormFunction(torch.autograd.Function):
         rows, H = X2.shape
         dY2 = _util.same_dtype("dY", _util.tensor("dY", dY), X2.dtype).reshape(rows, H)
         # in_place: dX overwrites dY's memory (Liger's default, to save memory)
-        dX = dY2 if in_place else torch.empty_like(dY2)
-        dW = torch.empty(H, dtype=X2.dtype) if Wc is not None else None
+        dX = dY2 if in_place else _util.empty_like(dY2)
+        dW = _util.empty((H,), X2.dtype) if Wc is not None else None
         _util.call(_lib.rms_norm_bwd, dt, rows, H, _util.ptr(dY2), _util.ptr(X2), _util.ptr(Wc), _util.ptr(rstd),
                    offset, casting, _util.ptr(dX), _util.ptr(dW))
         if dW is not None and dW.dtype != w_dtype:
