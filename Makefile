@@ -133,7 +133,7 @@ $(LIB_A): $(RT_OBJS) $(GEN_OBJS) $(KLIST)
 	ar rcs $@ $(RT_OBJS) $(GEN_OBJS) $$(cat $(KLIST))
 $(LIB_SO): $(RT_OBJS) $(GEN_OBJS) $(KLIST) $(LIBTCC_SO) mk/libubgen.map
 	@mkdir -p $(@D)
-	$(CC) -shared -fopenmp -Wl,-soname,libubgen.so -Wl,--version-script=mk/libubgen.map -Wl,-z,defs -o $@ $(RT_OBJS) \
+	$(CC) -shared -fopenmp -Wl,-soname,libubgen.so -Wl,--version-script=mk/libubgen.map -o $@ $(RT_OBJS) \
 	  $(GEN_OBJS) $$(cat $(KLIST)) $(LIBTCC_SO) $(filter-out -ltcc,$(LDLIBS))
 
 $(UBGEN): $(CLI_OBJS) $(BUILD)/obj/gen/ubgen.o $(REF_OBJS) $(LIB_A)
