@@ -45,7 +45,7 @@ $(error BLAS=$(BLAS): the only optional BLAS is openblas)
 endif
 
 GEN_CORE := diag strbuf json_loc expr spec_load variant ubplan render source emit fsutil specset bind strategy tunedb tuned
-GEN_CLI  := cli cmd_list cmd_plan plan_flce cmd_emit emit_tuned cmd_check cmd_tune cmd_tune_merge tune_timing tune_flce tune_svg shape_arg check_run
+GEN_CLI  := cli cmd_list cmd_plan plan_flce cmd_emit emit_tuned cmd_check cmd_tune cmd_tune_merge tune_timing tune_flce tune_svg shape_arg check_run check_ref
 RUNTIME  := messages config registry kernels pools grid ctx launch jit jit_tcc jit_gcc datadir vops op_rms_norm op_embedding op_attn_res op_flce op_cross_entropy ce_rows
 
 GEN_OBJS := $(GEN_CORE:%=$(BUILD)/obj/gen/%.o)
@@ -60,6 +60,7 @@ LIBTCC_SO := $(BUILD)/lib/libtcc-so.a
 REF_SRCS := $(wildcard tests/ref/*.c)
 REF_OBJS := $(REF_SRCS:tests/ref/%.c=$(BUILD)/obj/ref/%.o)
 SPECS    := $(wildcard specs/*.json)
+SPEC_REFS := $(wildcard specs/*_ref.c)
 TEMPLATES := $(wildcard templates/*)
 HEADERS  := $(wildcard gen/*.h runtime/*.h runtime/include/*.h templates/*.h tests/ref/*.h tests/*.h)
 
@@ -99,7 +100,7 @@ $(LIBTCC_SO): $(LIBTCC_A)
 	@mkdir -p $(@D)
 	objcopy --redefine-sym stdout=ubg_tcc_stdout --redefine-sym stderr=ubg_tcc_stderr \
 	  --redefine-sym environ=ubg_tcc_environ $< $@
-$(BUILD)/obj/ref/%.o: tests/ref/%.c $(HEADERS)
+$(BUILD)/obj/ref/%.o: tests/ref/%.c $(HEADERS) $(SPEC_REFS) $(wildcard tests/specs/*_ref.c)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $(CFLAGS) -Itemplates -c $< -o $@
 $(BUILD)/obj/gen/ubgen.o: gen/ubgen.c $(HEADERS)
@@ -136,9 +137,9 @@ $(LIB_SO): $(RT_OBJS) $(GEN_OBJS) $(KLIST) $(LIBTCC_SO) mk/libubgen.map
 	$(CC) -shared -fopenmp -Wl,-soname,libubgen.so -Wl,--version-script=mk/libubgen.map -o $@ $(RT_OBJS) \
 	  $(GEN_OBJS) $$(cat $(KLIST)) $(LIBTCC_SO) $(filter-out -ltcc,$(LDLIBS))
 
-$(UBGEN): $(CLI_OBJS) $(BUILD)/obj/gen/ubgen.o $(REF_OBJS) $(LIB_A)
+$(UBGEN): $(CLI_OBJS) $(BUILD)/obj/gen/ubgen.o $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -fopenmp $(CLI_OBJS) $(BUILD)/obj/gen/ubgen.o $(REF_OBJS) $(LIB_A) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -fopenmp $(CLI_OBJS) $(BUILD)/obj/gen/ubgen.o $(LIB_A) $(LDLIBS) -o $@
 
 # ---- tests -------------------------------------------------------------------
 include mk/tests.mk
@@ -158,9 +159,11 @@ install: all
 	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/libubgen.a
 	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libubgen.so
 	install -m 644 runtime/include/ubgen.h $(DESTDIR)$(PREFIX)/include/ubgen.h
+	install -m 644 templates/ubgen_ref.h $(DESTDIR)$(PREFIX)/include/ubgen_ref.h
+	install -m 644 runtime/ubgen_aot.h $(DESTDIR)$(PREFIX)/include/ubgen_aot.h
 	sed -e 's|@PREFIX@|$(PREFIX)|g' mk/ubgen.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
-	install -m 644 $(SPECS) $(DESTDIR)$(PREFIX)/share/ubgen/specs/
+	install -m 644 $(SPECS) $(SPEC_REFS) $(DESTDIR)$(PREFIX)/share/ubgen/specs/
 	install -m 644 $(TEMPLATES) $(DESTDIR)$(PREFIX)/share/ubgen/templates/
 	@if [ -z "$(PYTHON)" ]; then echo "ubgen: no Python interpreter imports torch: the Python package is not installed"; \
 	else cd python && find ubgen -name '*.py' ! -name _install.py | while read f; do \

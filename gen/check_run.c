@@ -131,7 +131,7 @@ ubg_status ck_call_run(ubg_ctx *ctx, ck_call *c) {
   return ubg_launch(ctx, c->p->kernel->name, c->p->name, (ubg_dtype)c->dtype, c->args, (size_t)c->p->nargs);
 }
 
-int ck_call_reference(ck_call *c, const ref_entry *ref, char *msg, size_t n) {
+int ck_call_reference(ck_call *c, ck_ref_fn ref, char *msg, size_t n) {
   for (int i = 0; i < c->p->nargs; i++) {
     if (!c->bufs[i] || c->p->args[i].role == UG_ROLE_IN || c->outs[i]) continue;
     c->outs[i] = malloc((size_t)c->counts[i] * sizeof(double) + 8);
@@ -140,7 +140,7 @@ int ck_call_reference(ck_call *c, const ref_entry *ref, char *msg, size_t n) {
       return -1;
     }
   }
-  ref->fn(c->rargs, c->dtype, c->outs);
+  ref(c->rargs, c->dtype, c->outs);
   return 0;
 }
 
@@ -163,7 +163,35 @@ int ck_call_compare(const ck_call *c, char *msg, size_t n) {
   return 0;
 }
 
-int ck_run_case(ubg_ctx *ctx, const ug_pass *p, const ref_entry *ref, int dtype, const ug_case *cs, uint64_t seed,
+int ck_call_save(const ck_call *c, void **saved) {
+  for (int i = 0; i < c->p->nargs; i++) {
+    if (!c->bufs[i] || c->p->args[i].role == UG_ROLE_IN) continue;
+    if (!saved[i] && !(saved[i] = malloc(c->bytes[i] + 1))) return -1;
+    memcpy(saved[i], c->bufs[i], c->bytes[i]);
+  }
+  return 0;
+}
+
+int ck_call_same_bits(const ck_call *c, void *const *saved, char *msg, size_t n) {
+  for (int i = 0; i < c->p->nargs; i++) {
+    if (!saved[i] || !memcmp(saved[i], c->bufs[i], c->bytes[i])) continue;
+    const ug_arg *a = &c->p->args[i];
+    size_t esize = ug_elem_bytes(a->elem, c->dtype);
+    int64_t e = 0;
+    while (e < c->counts[i] && !memcmp((char *)saved[i] + (size_t)e * esize, (char *)c->bufs[i] + (size_t)e * esize, esize))
+      e++;
+    int rdt = ref_dtype_of(a->elem, c->dtype);
+    if (rdt >= 0)
+      snprintf(msg, n, "%s[%lld] = %.9g where the variant it is checked against gives %.9g", a->name, (long long)e,
+               ref_load(c->bufs[i], e, rdt), ref_load(saved[i], e, rdt));
+    else
+      snprintf(msg, n, "%s[%lld] differs from the variant it is checked against", a->name, (long long)e);
+    return 1;
+  }
+  return 0;
+}
+
+int ck_run_case(ubg_ctx *ctx, const ug_pass *p, ck_ref_fn ref, int dtype, const ug_case *cs, uint64_t seed,
                 char *msg, size_t n) {
   ck_call c;
   if (ck_call_make(&c, p, dtype, cs, seed, msg, n) < 0) return -1;

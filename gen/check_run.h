@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "../runtime/include/ubgen.h"
-#include "../tests/ref/ref.h"
+#include "check_ref.h"
 #include "spec.h"
 
 /* One call's arguments with seeded inputs (as `ubgen check` fills them),
@@ -28,15 +28,20 @@ int ck_call_make(ck_call *c, const ug_pass *p, int dtype, const ug_case *cs, uin
 /* outputs and inout tensors back to their state before the first run */
 void ck_call_reset(ck_call *c);
 ubg_status ck_call_run(ubg_ctx *ctx, ck_call *c);
-int ck_call_reference(ck_call *c, const ref_entry *ref, char *msg, size_t n);
+int ck_call_reference(ck_call *c, ck_ref_fn ref, char *msg, size_t n);
 /* 0: every float output within the pass's tolerance of the reference; 1: not (msg) */
 int ck_call_compare(const ck_call *c, char *msg, size_t n);
 void ck_call_free(ck_call *c);
+/* the outputs (and inout tensors) as they are now, into saved[] (allocated
+ * on first use; free each) */
+int ck_call_save(const ck_call *c, void **saved);
+/* 0: the outputs are bit for bit those saved; 1: not (msg says where) */
+int ck_call_same_bits(const ck_call *c, void *const *saved, char *msg, size_t n);
 
 /* 0: every output within tolerance; 1: a mismatch (msg says where);
  * -1: the call failed (msg has the status and message). The variant used
  * is whatever the context is set to use (ubg_set_variant). */
-int ck_run_case(ubg_ctx *ctx, const ug_pass *p, const ref_entry *ref, int dtype, const ug_case *cs, uint64_t seed,
+int ck_run_case(ubg_ctx *ctx, const ug_pass *p, ck_ref_fn ref, int dtype, const ug_case *cs, uint64_t seed,
                 char *msg, size_t n);
 
 #endif

@@ -90,7 +90,7 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool
       return -1;
     }
     bool is_flag = !strcmp(name, "json") || !strcmp(name, "self-register") || !strcmp(name, "no-kernels") ||
-                   !strcmp(name, "verbose");
+                   !strcmp(name, "verbose") || !strcmp(name, "no-reference");
     if (is_flag) {
       if (eq) {
         cli_error("%s: --%s takes no value", cmd, name);
@@ -99,6 +99,7 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool
       if (!strcmp(name, "json")) o->json = true;
       else if (!strcmp(name, "self-register")) o->self_register = true;
       else if (!strcmp(name, "no-kernels")) o->no_kernels = true;
+      else if (!strcmp(name, "no-reference")) o->no_reference = true;
       else o->verbose++;
       continue;
     }

@@ -37,6 +37,7 @@ typedef struct {
   int shard_i, shard_n; /* --shard i/n: this run does part i (1-based) of n; 0 without */
   bool self_register;
   bool no_kernels;
+  bool no_reference; /* check, tune: verify a kernel without a reference (variants against each other only) */
   const char *target; /* KERNEL.PASS or all */
   int verbose;
   char data_dir[4096];

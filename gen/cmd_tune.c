@@ -35,22 +35,6 @@ typedef struct {
   char msg[400];
 } candidate;
 
-/* the outputs (and inout tensors) of the call as they are now */
-static int save_outputs(const ck_call *c, void **saved) {
-  for (int i = 0; i < c->p->nargs; i++) {
-    if (!c->bufs[i] || c->p->args[i].role == UG_ROLE_IN) continue;
-    if (!saved[i] && !(saved[i] = malloc(c->bytes[i] + 1))) return -1;
-    memcpy(saved[i], c->bufs[i], c->bytes[i]);
-  }
-  return 0;
-}
-
-static bool same_bits(const ck_call *c, void *const *saved) {
-  for (int i = 0; i < c->p->nargs; i++)
-    if (saved[i] && memcmp(saved[i], c->bufs[i], c->bytes[i])) return false;
-  return true;
-}
-
 /* a case from --shape: its int args and has_* flags, float args at their defaults */
 static void case_from_env(const ug_pass *p, const int64_t *env, ug_case *cs) {
   memset(cs, 0, sizeof *cs);
@@ -67,11 +51,13 @@ static void case_from_env(const ug_pass *p, const int64_t *env, ug_case *cs) {
 
 typedef struct {
   cli_opts *o;
-  ubg_ctx *ctx;
+  ubg_ctx *ctx;     /* --backend's, else AUTO: the built-in code where there is some */
+  ubg_ctx *ctx_gcc; /* without --backend: the gcc code the library runs for a kernel not built in */
+  const char *gcc_unusable; /* why not, once found */
+  char shipped[4200]; /* the shipped templates (ubgen_ref.h) */
   ug_tunedb *db;
   json_t *json; /* results, with --json */
   ug_svg *svg;  /* the chart, with --svg */
-  const char *backend;
   int failures;
   int units, taken; /* units of the sweep seen, and run by this shard */
 } tuner;
@@ -139,6 +125,37 @@ static void show_round(void *ud, int r) {
                t->good);
 }
 
+/* The context whose code the library will run for this pass: with
+ * --backend, that one; else the built-in code when the kernel has some, and
+ * gcc code otherwise (the library runs what the gcc JIT cache holds, which
+ * timing builds), tcc's when gcc cannot be used here. */
+static ubg_ctx *pick_ctx(tuner *T, const ug_pass *p, int dtype, const char *variant) {
+  const char *k = p->kernel->name;
+  if (T->o->backend || ubg_prepare(T->ctx, k, p->name, (ubg_dtype)dtype, variant) != UBG_OK) return T->ctx;
+  const char *last = ubg_ctx_last_variant(T->ctx), *at = last ? strrchr(last, '@') : NULL;
+  if (!at || !strcmp(at, "@aot") || T->gcc_unusable) return T->ctx;
+  if (!T->ctx_gcc) {
+    ubg_config cfg = {0};
+    cfg.backend = UBG_BACKEND_GCC;
+    cfg.ub_bytes = (size_t)T->o->budget.ub_bytes;
+    cfg.safety_margin = T->o->budget.margin;
+    cfg.tuning_db = "/nonexistent/ubgen-tune-reads-no-db";
+    if (ubg_ctx_create(&cfg, &T->ctx_gcc) != UBG_OK) T->ctx_gcc = NULL;
+  }
+  if (T->ctx_gcc && ubg_prepare(T->ctx_gcc, k, p->name, (ubg_dtype)dtype, variant) == UBG_OK) return T->ctx_gcc;
+  static char why[700];
+  snprintf(why, sizeof why, "%s", T->ctx_gcc ? ubg_ctx_error(T->ctx_gcc) : ubg_ctx_error(NULL));
+  T->gcc_unusable = why;
+  fprintf(out, "  note: timing tcc code: the gcc JIT cannot be used here (%s)\n", why);
+  return T->ctx;
+}
+
+/* "aot", "tcc" or "gcc": the code that served the last call on ctx */
+static void backend_of(const ubg_ctx *ctx, char *out_, size_t n) {
+  const char *last = ubg_ctx_last_variant(ctx), *at = last ? strrchr(last, '@') : NULL;
+  snprintf(out_, n, "%s", at ? at + 1 : "aot");
+}
+
 /* tunes one pass at one dtype and shape; 0 ok, -1 could not run */
 static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
   const ug_kernel *k = p->kernel;
@@ -179,7 +196,13 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
     rc = 0;
     goto out;
   }
-  const ref_entry *ref = ref_find(k->name, p->name);
+  ck_ref_fn ref = NULL;
+  int has_ref = ck_reference(p, T->shipped, &ref, msg, sizeof msg);
+  if (has_ref < 0 || (has_ref == 1 && !T->o->no_reference)) {
+    cli_error("tune: %s.%s: %s%s", k->name, p->name, msg,
+              has_ref == 1 ? "; or give --no-reference to verify the variants only against each other's bits" : "");
+    goto out;
+  }
   if (ck_call_make(&call, p, dtype, cs, 0x7a11eull, msg, sizeof msg) < 0) {
     cli_error("tune: %s.%s %s: %s", k->name, p->name, shape, msg);
     goto out;
@@ -202,25 +225,36 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
       cand[0] = cand[c];
       cand[c] = t;
     }
+  ubg_ctx *ctx = pick_ctx(T, p, dtype, vs[cand[0].index].name);
   for (int c = 0; c < ncand; c++) {
     const ug_variant *v = &vs[cand[c].index];
     cli_progress("tune %s.%s %s: verify %d/%d %s", k->name, p->name, ug_dtype_name(dtype), c + 1, ncand, v->name);
-    ubg_status s = ubg_set_variant(T->ctx, k->name, p->name, v->name);
+    ubg_status s = ubg_set_variant(ctx, k->name, p->name, v->name);
     ck_call_reset(&call);
-    if (!s) s = ck_call_run(T->ctx, &call);
+    if (!s) s = ck_call_run(ctx, &call);
     if (s) {
       cand[c].failed = true;
-      snprintf(cand[c].msg, sizeof cand[c].msg, "%s: %s", ubg_status_str(s), ubg_ctx_error(T->ctx));
+      snprintf(cand[c].msg, sizeof cand[c].msg, "%s: %s", ubg_status_str(s), ubg_ctx_error(ctx));
       continue;
     }
     cand[c].ref_ok = !ref || ck_call_compare(&call, cand[c].msg, sizeof cand[c].msg) == 0;
     within += cand[c].ref_ok;
-    if (c == 0 && save_outputs(&call, saved) < 0) goto out;
-    cand[c].same_bits = c == 0 || same_bits(&call, saved);
+    if (c == 0 && ck_call_save(&call, saved) < 0) goto out;
+    char why[400];
+    cand[c].same_bits = c == 0 || ck_call_same_bits(&call, saved, why, sizeof why) == 0;
+    /* without a reference, a variant is right when it gives the reference variant's bits */
+    if (!ref && !cand[c].same_bits) snprintf(cand[c].msg, sizeof cand[c].msg, "%s", why);
   }
   cli_progress_done();
-  bool by_bits = within == 0 && p->bitwise && !cand[0].failed && cand[0].index == ch.chosen;
-  if (by_bits)
+  bool by_bits = p->bitwise && !cand[0].failed && (ref ? within == 0 && cand[0].index == ch.chosen : true);
+  if (!ref && !by_bits) {
+    fprintf(out, "  no reference, and the variants cannot be checked against each other (%s): nothing tuned\n",
+            cand[0].failed ? "the first variant failed" : "the spec says their bits may differ");
+    T->failures++;
+    rc = 0;
+    goto out;
+  }
+  if (by_bits && ref)
     fprintf(out, "  note: no variant is within the reference's tolerance here (the default %s: %s); accepted: "
                  "the variants that give the default's bits\n",
             vs[cand[0].index].name, cand[0].msg);
@@ -237,10 +271,10 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
   ug_timed *timed = calloc((size_t)ncand + 1, sizeof *timed);
   if (!timed) goto out;
   for (int c = 0; c < ncand; c++) timed[c].wrong = cand[c].wrong;
-  timing_ctx tc = {T->ctx, &call, p, vs, cand, -1, good, reps, ug_dtype_name(dtype)};
+  timing_ctx tc = {ctx, &call, p, vs, cand, -1, good, reps, ug_dtype_name(dtype)};
   int trc = ug_time_candidates(timed, ncand, reps, run_candidate, show_round, &tc);
   cli_progress_done();
-  ubg_set_variant(T->ctx, k->name, p->name, NULL);
+  ubg_set_variant(ctx, k->name, p->name, NULL);
   for (int c = 0; c < ncand; c++) cand[c].median = timed[c].median, cand[c].pruned = timed[c].pruned;
   free(timed);
   if (trc < 0) goto out;
@@ -264,17 +298,21 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
       fprintf(out, "  %-44s %10lld %12s %9s  WRONG\n", v->name, (long long)v->footprint, "-", "-");
       continue;
     }
-    fprintf(out, "  %-44s %10lld %12.1f %8.2fx%s%s%s\n", v->name, (long long)v->footprint, cand[c].median * 1e6,
-           base / cand[c].median, c == best ? "  fastest" : "", c == dflt ? "  default" : "",
-            cand[c].pruned ? "  (timed once)" : "");
+    char ratio[32] = "-";
+    if (dflt >= 0) snprintf(ratio, sizeof ratio, "%.2fx", base / cand[c].median);
+    fprintf(out, "  %-44s %10lld %12.1f %9s%s%s%s\n", v->name, (long long)v->footprint, cand[c].median * 1e6, ratio,
+            c == best ? "  fastest" : "", c == dflt ? "  default" : "", cand[c].pruned ? "  (timed once)" : "");
   }
   const ug_variant *bv = &vs[cand[best].index];
   if (dflt >= 0)
     fprintf(out, "  tuned %s: %.1f us, %.2fx the default %s (%.1f us)\n", bv->name, cand[best].median * 1e6,
            base / cand[best].median, vs[cand[dflt].index].name, base * 1e6);
+  else if (ch.chosen >= 0)
+    fprintf(out, "  tuned %s: %.1f us (the default, %s, is wrong)\n", bv->name, cand[best].median * 1e6,
+            vs[ch.chosen].name);
   else
     fprintf(out, "  tuned %s: %.1f us (the default strategy finds no variant: %s)\n", bv->name, cand[best].median * 1e6,
-           ch.why);
+            ch.why);
 
   if (T->svg && add_panel(T->svg, p, vs, cand, ncand, best, dflt, dtype, shape, rejected) < 0) goto out;
   ug_tune_entry e;
@@ -286,7 +324,8 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
   for (int i = 0; i < e.nshape; i++) snprintf(e.shape_names[i], sizeof e.shape_names[i], "%s", k->shape[i]);
   e.ub_bytes = T->o->budget.ub_bytes;
   snprintf(e.variant, sizeof e.variant, "%s", bv->name);
-  snprintf(e.backend, sizeof e.backend, "%s", T->backend);
+  ubg_prepare(ctx, k->name, p->name, (ubg_dtype)dtype, bv->name);
+  backend_of(ctx, e.backend, sizeof e.backend);
   e.median_us = cand[best].median * 1e6;
   if (dflt >= 0) {
     snprintf(e.default_variant, sizeof e.default_variant, "%s", vs[cand[dflt].index].name);
@@ -383,17 +422,16 @@ static int tune_pass(tuner *T, const ug_pass *p) {
 int cmd_tune(int argc, char **argv) {
   if (argc > 0 && !strcmp(argv[0], "merge")) return cmd_tune_merge(argc - 1, argv + 1);
   cli_opts o;
-  if (cli_parse(argc, argv, "tune", "specs ub margin dtype shape backend db reps json svg shard", true, &o) < 0) return EXIT_USAGE;
+  if (cli_parse(argc, argv, "tune", "specs ub margin dtype shape backend db reps json svg shard no-reference", true, &o) < 0) return EXIT_USAGE;
   if (!o.target) {
     cli_error("tune: which KERNEL.PASS, or all? (for example: ubgen tune rms_norm.fwd --dtype bf16)");
     return EXIT_USAGE;
   }
   ubg_config cfg = {0};
-  const char *backend = "aot";
   if (o.backend) {
     if (!strcmp(o.backend, "aot")) cfg.backend = UBG_BACKEND_AOT;
-    else if (!strcmp(o.backend, "tcc")) cfg.backend = UBG_BACKEND_TCC, backend = "tcc";
-    else if (!strcmp(o.backend, "gcc")) cfg.backend = UBG_BACKEND_GCC, backend = "gcc";
+    else if (!strcmp(o.backend, "tcc")) cfg.backend = UBG_BACKEND_TCC;
+    else if (!strcmp(o.backend, "gcc")) cfg.backend = UBG_BACKEND_GCC;
     else {
       cli_error("tune: --backend \"%s\" is not one of aot, tcc, gcc", o.backend);
       return EXIT_USAGE;
@@ -433,7 +471,8 @@ int cmd_tune(int argc, char **argv) {
   }
   out = o.json ? stderr : stdout;
   ug_svg svg = {0};
-  tuner T = {&o, ctx, &db, o.json ? json_array() : NULL, o.svg ? &svg : NULL, backend, 0, 0, 0};
+  tuner T = {.o = &o, .ctx = ctx, .db = &db, .json = o.json ? json_array() : NULL, .svg = o.svg ? &svg : NULL};
+  snprintf(T.shipped, sizeof T.shipped, "%s/templates", o.data_dir);
   int rc = EXIT_OK;
   if (!strcmp(o.target, "all")) {
     for (int i = 0; i < set.n && rc == EXIT_OK; i++) {
@@ -484,7 +523,9 @@ int cmd_tune(int argc, char **argv) {
     rc = EXIT_FAILED;
   }
   ug_tunedb_free(&db);
+  if (T.ctx_gcc) ubg_ctx_destroy(T.ctx_gcc);
   ubg_ctx_destroy(ctx);
+  ck_references_free();
   ug_specset_free(&set);
   return rc;
 }

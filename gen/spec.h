@@ -181,6 +181,8 @@ typedef struct ug_kernel {
   ug_pass *passes;
   int npasses;
   char *description;
+  char *reference_name; /* "reference": the C file of its double-precision references, or NULL */
+  ug_loc reference_at;
 } ug_kernel;
 
 /* Parses and validates one spec. name is used in messages (a path, or the
@@ -188,6 +190,12 @@ typedef struct ug_kernel {
  * (may be NULL). */
 ug_kernel *ug_spec_parse(const char *name, const char *dir, const char *text, size_t len, ug_diag *d);
 ug_kernel *ug_spec_load_file(const char *path, ug_diag *d);
+/* false for a JSON object with neither "ubgen_spec" nor "kernel": another
+ * tool's file (a tuning DB, a package.json), not a broken spec */
+bool ug_json_is_spec(const char *text, size_t len);
+/* ug_spec_load_file for a *.json found in a spec directory: NULL with
+ * *skipped for a file that is not a spec (ug_json_is_spec) */
+ug_kernel *ug_spec_load_dir_file(const char *path, bool *skipped, ug_diag *d);
 void ug_spec_free(ug_kernel *k);
 
 const ug_pass *ug_spec_pass(const ug_kernel *k, const char *pass);

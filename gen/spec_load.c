@@ -855,6 +855,17 @@ typedef struct {
   const ug_jloc *dtypes_at, *axes_at, *tiled_at;
 } kernel_defaults;
 
+/* a file beside the spec (template, reference): a plain name, no path */
+static int get_file_name(L *l, json_t *f, const ug_jloc *k, const char *what, char **out) {
+  const char *tn = json_string_value(f);
+  bool safe = tn[0] && tn[0] != '.' && strlen(tn) < 200;
+  for (const char *c = tn; *c; c++)
+    safe &= (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '.' || *c == '-';
+  if (!safe) return fail_at(l, k->at, "%s file name \"%s\" may only use letters, digits, '_', '-' and '.' (no paths)", what, tn);
+  if (!(*out = strdup(tn))) return fail_at(l, k->at, "out of memory");
+  return 0;
+}
+
 static int load_pass(L *l, ug_kernel *kn, ug_pass *p, const char *name, json_t *v, const ug_jloc *at,
                      const kernel_defaults *kd) {
   static const char *const keys[] = {"template", "dtypes", "axes", "tiled", "args", "derived", "constraints", "checks",
@@ -875,14 +886,8 @@ static int load_pass(L *l, ug_kernel *kn, ug_pass *p, const char *name, json_t *
   const ug_jloc *k;
   json_t *f = member(v, at, "template", &k);
   if (require(l, f, at, "template", what) < 0 || want(l, f, k, JSON_STRING, "\"template\"") < 0) return -1;
-  const char *tn = json_string_value(f);
-  bool safe = tn[0] && tn[0] != '.' && strlen(tn) < 200;
-  for (const char *c = tn; *c; c++)
-    safe &= (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '.' || *c == '-';
-  if (!safe) return fail_at(l, k->at, "template file name \"%s\" may only use letters, digits, '_', '-' and '.' (no paths)", tn);
+  if (get_file_name(l, f, k, "template", &p->template_name) < 0) return -1;
   p->template_at = k->at;
-  p->template_name = strdup(tn);
-  if (!p->template_name) return fail_at(l, k->at, "out of memory");
 
   f = member(v, at, "dtypes", &k);
   if (!f) { f = kd->dtypes; k = kd->dtypes_at; }
@@ -994,7 +999,7 @@ static int load_pass(L *l, ug_kernel *kn, ug_pass *p, const char *name, json_t *
 /* ---- a kernel --------------------------------------------------------- */
 
 static int load_kernel(L *l, ug_kernel *kn, json_t *root, const ug_jloc *at) {
-  static const char *const keys[] = {"ubgen_spec", "kernel", "description", "safety_margin", "shape",
+  static const char *const keys[] = {"ubgen_spec", "kernel", "description", "reference", "safety_margin", "shape",
                                      "dtypes", "axes", "tiled", "passes", NULL};
   if (want(l, root, at, JSON_OBJECT, "a spec") < 0 || check_keys(l, root, at, "the spec", keys) < 0) return -1;
   const ug_jloc *k;
@@ -1010,6 +1015,12 @@ static int load_kernel(L *l, ug_kernel *kn, json_t *root, const ug_jloc *at) {
   if (f) {
     if (want(l, f, k, JSON_STRING, "\"description\"") < 0) return -1;
     if (!(kn->description = strdup(json_string_value(f)))) return fail_at(l, k->at, "out of memory");
+  }
+  f = member(root, at, "reference", &k);
+  if (f) {
+    if (want(l, f, k, JSON_STRING, "\"reference\"") < 0 || get_file_name(l, f, k, "reference", &kn->reference_name) < 0)
+      return -1;
+    kn->reference_at = k->at;
   }
   f = member(root, at, "safety_margin", &k);
   if (f) {
@@ -1088,6 +1099,24 @@ fail:
   json_decref(root);
   ug_spec_free(kn);
   return NULL;
+}
+
+bool ug_json_is_spec(const char *text, size_t len) {
+  json_t *root = json_loadb(text, len, 0, NULL);
+  bool spec = !root || !json_is_object(root) || json_object_get(root, "ubgen_spec") || json_object_get(root, "kernel");
+  json_decref(root);
+  return spec;
+}
+
+ug_kernel *ug_spec_load_dir_file(const char *path, bool *skipped, ug_diag *d) {
+  ug_diag_clear(d);
+  *skipped = false;
+  size_t len;
+  char *buf = ug_read_file_within(path, 64u << 20, &len, d);
+  if (!buf) return NULL;
+  *skipped = !ug_json_is_spec(buf, len);
+  free(buf);
+  return *skipped ? NULL : ug_spec_load_file(path, d);
 }
 
 ug_kernel *ug_spec_load_file(const char *path, ug_diag *d) {
@@ -1173,5 +1202,6 @@ void ug_spec_free(ug_kernel *k) {
   free(k->dir);
   free(k->text);
   free(k->description);
+  free(k->reference_name);
   free(k);
 }

@@ -57,7 +57,9 @@ int ug_specset_add_dir(ug_specset *s, const char *dir, ug_diag *d) {
   for (int i = 0; i < n && rc == 0; i++) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-    ug_kernel *k = ug_spec_load_file(path, d);
+    bool skipped;
+    ug_kernel *k = ug_spec_load_dir_file(path, &skipped, d);
+    if (skipped) continue; /* another tool's JSON (a tuning DB) */
     if (!k) {
       rc = -1;
       break;

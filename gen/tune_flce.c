@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../tests/ref/ref.h"
+#include "../templates/ubgen_ref.h"
 #include "tune_timing.h"
 #include "../runtime/include/ubgen.h"
 

@@ -81,3 +81,30 @@ ubg_status ubg_set_variant(ubg_ctx *ctx, const char *kernel, const char *pass, c
   return rt_fail(ctx, UBG_ENOTFOUND, "%s.%s has no variant \"%.160s\" (names look like %s; `ubgen list` lists them)",
                  kernel, pass, variant, example);
 }
+
+ubg_status ubg_prepare(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype, const char *variant) {
+  if (!ctx) return rt_fail(NULL, UBG_EINVAL, "ubg_prepare: ctx is NULL");
+  if ((int)dtype < 0 || (int)dtype >= UG_NDTYPES) return rt_fail(ctx, UBG_EINVAL, "ubg_prepare: dtype %d is not a ubg_dtype", (int)dtype);
+  rt_pass *rp;
+  ubg_status s = rt_find_pass(ctx, kernel, pass, &rp);
+  if (s) return s;
+  if (!rp->pass->dtypes[dtype])
+    return rt_fail(ctx, UBG_EINVAL, "%s.%s has no %s variants", kernel, pass, ug_dtype_name((int)dtype));
+  int64_t usable = ug_budget_usable(&ctx->budget, rp->pass->kernel);
+  int found = 0;
+  for (int i = 0; i < rp->nvariants[dtype]; i++) {
+    const ug_variant *v = &rp->variants[dtype][i];
+    if (variant ? strcmp(v->name, variant) != 0 : v->footprint > usable) continue;
+    found = 1;
+    ubg_kernel_fn fn;
+    int ran;
+    if ((s = rt_kernel_fn(ctx, rp, (int)dtype, i, &fn, &ran)) != UBG_OK) return s;
+    char last[200];
+    snprintf(last, sizeof last, "%s@%s", v->name, rt_backend_name(ran));
+    rt_set_last_variant(ctx, last);
+  }
+  if (!found && variant)
+    return rt_fail(ctx, UBG_ENOTFOUND, "%s.%s has no %s variant \"%.160s\" (`ubgen list --kernel %s` lists them)", kernel,
+                   pass, ug_dtype_name((int)dtype), variant, kernel);
+  return UBG_OK;
+}

@@ -187,5 +187,8 @@ UBG_HIDDEN void rt_flce_scratch_sizes(ubg_dtype dtype, int64_t chunk, int64_t hi
 /* ---- launch ---- */
 UBG_HIDDEN ubg_status rt_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype,
                                 const ubg_arg *args, size_t nargs);
+/* rt_launch with the byte sizes of the callers' buffers (ubg_launch_sized) */
+UBG_HIDDEN ubg_status rt_launch_sized(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype,
+                                      const ubg_arg *args, size_t nargs, const int64_t *nbytes);
 
 #endif

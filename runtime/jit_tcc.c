@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "tcc_unit.h"
 #include "vops.h"
 
 #include <libtcc.h>
@@ -116,3 +117,36 @@ void rt_tcc_free(void *state) {
   tcc_delete(state);
   pthread_mutex_unlock(&tcc_lock);
 }
+
+void *rt_tcc_unit_compile(const char *src, const char *const *include_dirs, int ndirs, const rt_tcc_symbol *syms,
+                          char *err, size_t nerr) {
+  messages m = {{0}, 0};
+  pthread_mutex_lock(&tcc_lock);
+  TCCState *s = tcc_new();
+  if (s) {
+    tcc_set_error_func(s, &m, on_error);
+    tcc_set_options(s, "-nostdinc -nostdlib");
+    tcc_set_output_type(s, TCC_OUTPUT_MEMORY);
+    for (int i = 0; i < ndirs; i++)
+      if (include_dirs[i] && include_dirs[i][0]) tcc_add_include_path(s, include_dirs[i]);
+    for (const rt_tcc_symbol *y = syms; y && y->name; y++) tcc_add_symbol(s, y->name, y->addr);
+    if (tcc_compile_string(s, src) < 0 || RELOCATE(s) < 0) {
+      tcc_delete(s);
+      s = NULL;
+    }
+  } else {
+    on_error(&m, "cannot create a compiler state");
+  }
+  pthread_mutex_unlock(&tcc_lock);
+  if (!s) snprintf(err, nerr, "%s", m.text[0] ? m.text : "tcc failed");
+  return s;
+}
+
+void *rt_tcc_unit_symbol(void *unit, const char *name) {
+  pthread_mutex_lock(&tcc_lock);
+  void *p = tcc_get_symbol(unit, name);
+  pthread_mutex_unlock(&tcc_lock);
+  return p;
+}
+
+void rt_tcc_unit_free(void *unit) { rt_tcc_free(unit); }

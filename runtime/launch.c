@@ -50,8 +50,12 @@ static ubg_arg_kind kind_of(const ug_arg *a) {
   return a->kind == UG_ARG_TENSOR ? UBG_ARG_PTR : a->kind == UG_ARG_INT ? UBG_ARG_I64 : UBG_ARG_F64;
 }
 
-static ubg_status match_args(const call *c, const ubg_arg *args, size_t nargs, ubg_slot *slots) {
+/* nbytes (may be NULL): the sizes of the caller's buffers in bytes, by
+ * argument (negative: not known); into sizes[] by spec slot, -1 unknown */
+static ubg_status match_args(const call *c, const ubg_arg *args, size_t nargs, const int64_t *nbytes, ubg_slot *slots,
+                             int64_t *sizes) {
   const ug_pass *p = c->p;
+  for (int ai = 0; ai < UG_MAX_ARGS; ai++) sizes[ai] = -1;
   bool given[UG_MAX_ARGS] = {false};
   char names[1024];
   if (nargs && !args) return rt_fail(c->ctx, UBG_EINVAL, "%s: args is NULL but nargs is %zu", c->what, nargs);
@@ -71,7 +75,7 @@ static ubg_status match_args(const call *c, const ubg_arg *args, size_t nargs, u
     if (a->kind != want)
       return rt_fail(c->ctx, UBG_EINVAL, "%s: argument %s must be a %s, got a %s", c->what, a->name, kind_name(want),
                      kind_name(a->kind));
-    if (want == UBG_ARG_PTR) slots[ai].p = a->v.p;
+    if (want == UBG_ARG_PTR) slots[ai].p = a->v.p, sizes[ai] = nbytes ? nbytes[i] : -1;
     else if (want == UBG_ARG_I64) slots[ai].i = a->v.i;
     else slots[ai].f = a->v.f;
   }
@@ -212,6 +216,29 @@ static ubg_status size_tensors(const call *c, const ubg_slot *slots, const int64
   return UBG_OK;
 }
 
+/* a buffer whose size the caller gave must hold the spec's shape exactly */
+static ubg_status check_sizes(const call *c, const ubg_slot *slots, const int64_t *env, int dtype, const int64_t *bytes,
+                              const int64_t *given) {
+  const ug_pass *p = c->p;
+  for (int ai = 0; ai < p->nargs; ai++) {
+    const ug_arg *a = &p->args[ai];
+    if (a->kind != UG_ARG_TENSOR || !slots[ai].p || given[ai] < 0 || given[ai] == bytes[ai]) continue;
+    char shape[256] = "", values[256] = "";
+    for (int d = 0; d < a->rank; d++) {
+      int64_t v = 0;
+      ug_expr_err err;
+      ug_expr_eval(a->shape[d], env, &v, &err);
+      size_t l = strlen(shape), k = strlen(values);
+      snprintf(shape + l, sizeof shape - l, "%s%s", d ? ", " : "", ug_expr_source(a->shape[d]));
+      snprintf(values + k, sizeof values - k, "%s%lld", d ? ", " : "", (long long)v);
+    }
+    return rt_fail(c->ctx, UBG_EINVAL, "%s: %s is a buffer of %lld bytes; its shape [%s] = [%s] of %s needs %lld",
+                   c->what, a->name, (long long)given[ai], shape, values,
+                   a->elem == UG_ELEM_T ? ug_dtype_name(dtype) : ug_elem_name(a->elem), (long long)bytes[ai]);
+  }
+  return UBG_OK;
+}
+
 static bool may_alias(const ug_arg *a, const char *other) {
   for (int k = 0; k < a->nmay_alias; k++)
     if (!strcmp(a->may_alias[k], other)) return true;
@@ -314,6 +341,11 @@ static ubg_status choose(const call *c, rt_pass *rp, int dtype, int64_t *env, in
 
 ubg_status rt_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype, const ubg_arg *args,
                      size_t nargs) {
+  return rt_launch_sized(ctx, kernel, pass, dtype, args, nargs, NULL);
+}
+
+ubg_status rt_launch_sized(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype, const ubg_arg *args,
+                           size_t nargs, const int64_t *nbytes) {
   rt_pass *rp;
   ubg_status s = rt_find_pass(ctx, kernel, pass, &rp);
   if (s) return s;
@@ -327,14 +359,14 @@ ubg_status rt_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dty
     return rt_fail(ctx, UBG_EINVAL, "%s: more than %d derived values", c.what, MAX_DERIVED);
 
   ubg_slot slots[MAX_SLOTS];
-  int64_t bytes[UG_MAX_ARGS];
+  int64_t bytes[UG_MAX_ARGS], given[UG_MAX_ARGS];
   memset(slots, 0, sizeof slots);
   int64_t *env = calloc((size_t)p->nsyms + 1, sizeof *env);
   if (!env) return rt_fail(ctx, UBG_ENOMEM, "out of memory");
   int index = -1;
-  if ((s = match_args(&c, args, nargs, slots)) || (s = check_alignment(&c, slots, (int)dtype)) ||
-      (s = check_values(&c, slots, env)) ||
-      (s = size_tensors(&c, slots, env, (int)dtype, bytes)) || (s = check_overlaps(&c, slots, bytes)) ||
+  if ((s = match_args(&c, args, nargs, nbytes, slots, given)) || (s = check_alignment(&c, slots, (int)dtype)) ||
+      (s = check_values(&c, slots, env)) || (s = size_tensors(&c, slots, env, (int)dtype, bytes)) ||
+      (s = check_sizes(&c, slots, env, (int)dtype, bytes, given)) || (s = check_overlaps(&c, slots, bytes)) ||
       (s = check_ranges(&c, slots, env, (int)dtype, bytes)) ||
       (s = choose(&c, rp, (int)dtype, env, &index))) {
     free(env);
@@ -408,4 +440,10 @@ ubg_status ubg_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dt
                       size_t nargs) {
   if (!ctx) return rt_fail(NULL, UBG_EINVAL, "ubg_launch: ctx is NULL");
   return rt_launch(ctx, kernel, pass, dtype, args, nargs);
+}
+
+ubg_status ubg_launch_sized(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype, const ubg_arg *args,
+                            size_t nargs, const int64_t *nbytes) {
+  if (!ctx) return rt_fail(NULL, UBG_EINVAL, "ubg_launch_sized: ctx is NULL");
+  return rt_launch_sized(ctx, kernel, pass, dtype, args, nargs, nbytes);
 }

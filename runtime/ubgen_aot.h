@@ -4,7 +4,9 @@
  * functions it emitted, sorted by name, and the spec texts they came from
  * (so the library needs no spec files to serve its built-in kernels). The
  * library's own table is ubg_aot_main; an extra table (a test-only spec, an
- * application's own kernels) registers itself from a constructor. */
+ * application's own kernels: `ubgen emit --self-register`) registers itself
+ * from a constructor. Installed beside ubgen.h for applications that build
+ * their own kernels (docs/adding-a-kernel.md). */
 #ifndef UBGEN_AOT_H
 #define UBGEN_AOT_H
 
@@ -35,7 +37,8 @@ typedef struct ubg_aot_table {
 
 extern const ubg_aot_table ubg_aot_main;
 
-/* Adds a table; tables registered later are searched after earlier ones. */
-void ubg_aot_register(const ubg_aot_table *t);
+/* Adds a table; tables registered later are searched after earlier ones.
+ * Exported by libubgen.so (its only export outside ubgen.h). */
+__attribute__((visibility("default"))) void ubg_aot_register(const ubg_aot_table *t);
 
 #endif

@@ -170,6 +170,42 @@ Test(variants, set_variant_errors, .init = setup, .fini = teardown) {
   cr_assert_str_eq(ubg_ctx_last_variant(ctx), "rms_norm_fwd_bf16_d64_m32_n@aot");
 }
 
+/* ubg_prepare gets code ready without running it, says which code serves
+ * the variant, and refuses what names nothing */
+Test(variants, prepare_finds_the_code_and_refuses_bad_names, .init = setup, .fini = teardown) {
+  cr_assert_eq(ubg_prepare(ctx, "rms_norm", "fwd", UBG_F32, "rms_norm_fwd_f32_d1024_m1_t"), UBG_OK, "%s",
+               ubg_ctx_error(ctx));
+  cr_assert_str_eq(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d1024_m1_t@aot");
+  cr_assert_eq(ubg_prepare(ctx, "rms_norm", "bwd", UBG_BF16, NULL), UBG_OK, "every variant: %s", ubg_ctx_error(ctx));
+  cr_assert(strstr(ubg_ctx_last_variant(ctx), "rms_norm_bwd_bf16_"), "%s", ubg_ctx_last_variant(ctx));
+  cr_assert_eq(ubg_prepare(ctx, "rms_norm", "fwd", UBG_F32, "rms_norm_fwd_f32_d17_m1_n"), UBG_ENOTFOUND);
+  cr_assert(strstr(ubg_ctx_error(ctx), "d17"), "%s", ubg_ctx_error(ctx));
+  cr_assert_eq(ubg_prepare(ctx, "rms_norm", "fwd", UBG_BF16, "rms_norm_fwd_f32_d1024_m1_t"), UBG_ENOTFOUND,
+               "a variant of another dtype");
+  cr_assert_eq(ubg_prepare(ctx, "rms_norm", "fwd", (ubg_dtype)7, NULL), UBG_EINVAL);
+  cr_assert(strstr(ubg_ctx_error(ctx), "7"), "%s", ubg_ctx_error(ctx));
+  cr_assert_eq(ubg_prepare(ctx, "nope", "fwd", UBG_F32, NULL), UBG_ENOTFOUND);
+  cr_assert_eq(ubg_prepare(NULL, "rms_norm", "fwd", UBG_F32, NULL), UBG_EINVAL);
+}
+
+/* ubg_launch_sized refuses a buffer whose byte size is not its shape's,
+ * naming it, the shape and both sizes, before anything is written */
+Test(launch, sized_refuses_a_buffer_of_the_wrong_size, .init = setup, .fini = teardown) {
+  ubg_arg args[] = {{"x", UBG_ARG_PTR, {.p = b.x}},      {"y", UBG_ARG_PTR, {.p = b.y}},
+                    {"rstd", UBG_ARG_PTR, {.p = b.rstd}}, {"rows", UBG_ARG_I64, {.i = ROWS}},
+                    {"cols", UBG_ARG_I64, {.i = COLS}}};
+  int64_t sizes[] = {sizeof b.x, sizeof b.y - 4, sizeof b.rstd, -7, 0};
+  refused(ubg_launch_sized(ctx, "rms_norm", "fwd", UBG_F32, args, 5, sizes), UBG_EINVAL, "y is a buffer of");
+  cr_assert(strstr(ubg_ctx_error(ctx), "[rows, cols] = [4, 37] of f32 needs 592"), "%s", ubg_ctx_error(ctx));
+  int64_t half[] = {sizeof b.x / 2, sizeof b.y, sizeof b.rstd, 0, 0}; /* a bf16-sized x where f32 is wanted */
+  refused(ubg_launch_sized(ctx, "rms_norm", "fwd", UBG_F32, args, 5, half), UBG_EINVAL, "x is a buffer of 296 bytes");
+  sizes[1] = sizeof b.y;
+  cr_assert_eq(ubg_launch_sized(ctx, "rms_norm", "fwd", UBG_F32, args, 5, sizes), UBG_OK, "%s", ubg_ctx_error(ctx));
+  int64_t unknown[] = {-1, -1, -1, -1, -1};
+  cr_assert_eq(ubg_launch_sized(ctx, "rms_norm", "fwd", UBG_F32, args, 5, unknown), UBG_OK, "%s", ubg_ctx_error(ctx));
+  cr_assert_eq(ubg_launch_sized(NULL, "rms_norm", "fwd", UBG_F32, args, 5, sizes), UBG_EINVAL);
+}
+
 typedef struct {
   int64_t cols;
   char variant[160];

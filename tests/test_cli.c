@@ -41,6 +41,17 @@ static char *path_in(const char *dir, const char *name) {
   return p;
 }
 
+/* UBGEN_SRC/rel copied into dir (as its base name) */
+static void copy_in(const char *rel, const char *dir) {
+  char *src = path_in(UBGEN_SRC, rel);
+  char *text = slurp(src);
+  cr_assert_not_null(text, "cannot read %s", src);
+  const char *base = strrchr(rel, '/');
+  char *dst = path_in(dir, base ? base + 1 : rel);
+  write_file(dst, text);
+  free(dst), free(text), free(src);
+}
+
 static int cmp_strp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* the entries of a directory (without . and ..), sorted; -1 if it cannot be opened */
@@ -819,6 +830,7 @@ Test(cli, check_failure_exits_1) {
   free(dst);
   free(mod);
   free(t);
+  copy_in("specs/rms_norm_ref.c", dir); /* a spec comes with its reference */
 
   run_result r = ubgen("check rms_norm.fwd --specs %s --dtype f32", dir);
   assert_status(r, 1);
@@ -838,6 +850,173 @@ Test(cli, check_unknown_kernel_exits_2) {
   assert_status(r, 2);
   cr_assert(strstr(r.err, "nope"), "%s", r.err);
   run_free(&r);
+}
+
+/* ---- check and tune verify a kernel that is only data ------------------------------------ */
+
+/* path's first `from` replaced by `to` (which must be there) */
+static void edit_file(const char *path, const char *from, const char *to) {
+  char *t = slurp(path);
+  cr_assert_not_null(t, "cannot read %s", path);
+  char *at = strstr(t, from);
+  cr_assert_not_null(at, "%s has no \"%s\"; update this test", path, from);
+  char *mod = malloc(strlen(t) + strlen(to) + 1);
+  sprintf(mod, "%.*s%s%s", (int)(at - t), t, to, at + strlen(from));
+  write_file(path, mod);
+  free(mod), free(t);
+}
+
+/* DIR/probe: tests/specs/tune_probe (y = 2 x, but 3 x in its d64 variant)
+ * with its template and reference, as a user would write a kernel */
+static char *make_probe_dir(void) {
+  char *dir = path_in(scratch, "probe");
+  cr_assert_eq(mkdir(dir, 0755), 0);
+  copy_in("tests/specs/tune_probe.json", dir);
+  copy_in("tests/specs/tune_probe.c.tmpl", dir);
+  copy_in("tests/specs/tune_probe_ref.c", dir);
+  return dir;
+}
+
+static void fix_probe(const char *dir) {
+  char *t = path_in(dir, "tune_probe.c.tmpl");
+  edit_file(t, "BLOCK_D == 64 ? 3.0f", "BLOCK_D == 64 ? 2.0f");
+  free(t);
+}
+
+/* the reference beside the spec is compiled and run: it finds the wrong
+ * variant (and only it); once the template is right, check passes */
+Test(cli, check_runs_the_reference_given_beside_a_user_spec) {
+  char *dir = make_probe_dir();
+  run_result r = ubgen("check --specs %s tune_probe.fwd", dir);
+  assert_status(r, 1);
+  cr_assert(strstr(r.out, "FAIL tune_probe_fwd_f32_d64 case 0"), "%s", r.out);
+  cr_assert(strstr(r.out, ", reference "), "compared with the reference's values: %s", r.out);
+  cr_assert_null(strstr(r.out, "FAIL tune_probe_fwd_f32_d16"), "%s", r.out);
+  cr_assert_null(strstr(r.out, "FAIL tune_probe_fwd_f32_d32"), "%s", r.out);
+  run_free(&r);
+  fix_probe(dir);
+  r = ubgen("check --specs %s tune_probe.fwd", dir);
+  assert_status(r, 0);
+  cr_assert(strstr(r.out, "3 variants, 3 runs, 0 failed; checked against the reference and the reference variant's bits"),
+            "%s", r.out);
+  run_free(&r);
+  free(dir);
+}
+
+/* no reference: check says so and fails, unless --no-reference, which
+ * still checks every variant against the reference variant's bits */
+Test(cli, check_without_a_reference_fails_unless_told_no_reference) {
+  char *dir = make_probe_dir();
+  char *spec = path_in(dir, "tune_probe.json");
+  edit_file(spec, "\"reference\": \"tune_probe_ref.c\",", "");
+  run_result r = ubgen("check --specs %s tune_probe.fwd", dir);
+  assert_status(r, 1);
+  cr_assert(strstr(r.out, "names no reference") && strstr(r.out, "--no-reference"), "%s", r.out);
+  run_free(&r);
+  r = ubgen("check --specs %s tune_probe.fwd --no-reference", dir);
+  assert_status(r, 1); /* the d64 variant's bits are not the others' */
+  cr_assert(strstr(r.out, "but the spec says every variant gives the same bits"), "%s", r.out);
+  run_free(&r);
+  fix_probe(dir);
+  r = ubgen("check --specs %s tune_probe.fwd --no-reference", dir);
+  assert_status(r, 0);
+  cr_assert(strstr(r.out, "checked against the reference variant's bits only"), "%s", r.out);
+  run_free(&r);
+  free(spec), free(dir);
+}
+
+/* every variant is compiled, even one no check case applies to (here d32,
+ * only for n >= 1000), and a compile error fails it by name */
+Test(cli, check_compiles_every_variant_and_fails_on_a_compile_error) {
+  char *dir = make_probe_dir();
+  fix_probe(dir);
+  char *spec = path_in(dir, "tune_probe.json");
+  edit_file(spec, "\"stages\": [",
+            "\"constraints\": [{\"require\": \"BLOCK_D != 32 || n >= 1000\", \"why\": \"long vectors\"}],\n\"stages\": [");
+  char *tmpl = path_in(dir, "tune_probe.c.tmpl");
+  edit_file(tmpl, "enum { BLOCK_D = {{BLOCK_D}} };", "enum { BLOCK_D = {{BLOCK_D}} };\ntypedef char no_d32[BLOCK_D == 32 ? -1 : 1];");
+  run_result r = ubgen("check --specs %s tune_probe.fwd", dir);
+  assert_status(r, 1);
+  cr_assert(strstr(r.out, "FAIL tune_probe_fwd_f32_d32: "), "%s", r.out);
+  cr_assert(strstr(r.out, "compile"), "%s", r.out);
+  cr_assert_null(strstr(r.out, "FAIL tune_probe_fwd_f32_d16"), "%s", r.out);
+  run_free(&r);
+  free(spec), free(tmpl), free(dir);
+}
+
+/* a reference that does not compile is a failure with its file and line */
+Test(cli, a_reference_that_does_not_compile_names_its_line) {
+  char *dir = make_probe_dir();
+  fix_probe(dir);
+  char *ref = path_in(dir, "tune_probe_ref.c");
+  char *text = slurp(ref);
+  int line = 1;
+  for (const char *c = strstr(text, "UBGEN_REF("); c > text; c--) line += c[-1] == '\n';
+  edit_file(ref, "UBGEN_REF(", "this is not C;\nUBGEN_REF(");
+  run_result r = ubgen("check --specs %s tune_probe.fwd", dir);
+  assert_status(r, 1);
+  char want[600];
+  snprintf(want, sizeof want, "%s:%d:", ref, line);
+  cr_assert(strstr(r.out, "does not compile") && strstr(r.out, want), "wanted %s in: %s", want, r.out);
+  run_free(&r);
+  r = ubgen("tune --specs %s tune_probe.fwd --db %s/db.json --reps 1", dir, scratch);
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, want), "wanted %s in: %s", want, r.err);
+  run_free(&r);
+  free(text), free(ref), free(dir);
+}
+
+/* tune verifies against the reference, times the code the library will
+ * run (gcc's for a kernel that is not built in, the built-in code for one
+ * that is) and records which */
+Test(cli, tune_times_and_records_the_backend_the_library_runs) {
+  char *dir = make_probe_dir();
+  /* the DB beside the kernel's files: another tool's JSON there is no spec */
+  run_result r = ubgen("tune --specs %s tune_probe.fwd --db %s/db.json --reps 1", dir, dir);
+  assert_status(r, 1);
+  cr_assert(strstr(r.out, "WRONG tune_probe_fwd_f32_d64: y["), "%s", r.out);
+  run_free(&r);
+  r = ubgen("list --specs %s --kernel tune_probe", dir);
+  assert_status(r, 0);
+  run_free(&r);
+  char path[400];
+  snprintf(path, sizeof path, "%s/db.json", dir);
+  char *db = slurp(path);
+  cr_assert_not_null(db);
+  cr_assert(strstr(db, "\"backend\": \"gcc\""), "%s", db);
+  cr_assert_null(strstr(db, "\"variant\": \"tune_probe_fwd_f32_d64\""), "%s", db);
+  free(db);
+  r = ubgen("tune rms_norm.fwd --dtype f32 --shape rows=8,cols=256 --db %s/db2.json --reps 1", scratch);
+  assert_status(r, 0);
+  run_free(&r);
+  snprintf(path, sizeof path, "%s/db2.json", scratch);
+  db = slurp(path);
+  cr_assert_not_null(db);
+  cr_assert(strstr(db, "\"backend\": \"aot\""), "%s", db);
+  free(db);
+  free(dir);
+}
+
+/* tune without a reference: refused unless --no-reference, which accepts
+ * the variants that give the reference variant's bits */
+Test(cli, tune_without_a_reference_is_refused_unless_told_no_reference) {
+  char *dir = make_probe_dir();
+  fix_probe(dir);
+  char *spec = path_in(dir, "tune_probe.json");
+  edit_file(spec, "\"reference\": \"tune_probe_ref.c\",", "");
+  run_result r = ubgen("tune --specs %s tune_probe.fwd --db %s/db.json --reps 1", dir, scratch);
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "names no reference") && strstr(r.err, "--no-reference"), "%s", r.err);
+  run_free(&r);
+  char path[400];
+  snprintf(path, sizeof path, "%s/db.json", scratch);
+  cr_assert_not(access(path, F_OK) == 0, "nothing is written");
+  r = ubgen("tune --specs %s tune_probe.fwd --db %s --reps 1 --no-reference", dir, path);
+  assert_status(r, 0);
+  run_free(&r);
+  char *db = slurp(path);
+  cr_assert(db && strstr(db, "tune_probe_fwd_f32_d"), "%s", db ? db : "(none)");
+  free(db), free(spec), free(dir);
 }
 
 /* ---- a user spec directory ------------------------------------------------------------------- */
@@ -1150,6 +1329,7 @@ Test(cli, user_copy_of_shipped_spec_runs_the_users_template) {
   char *tmpl = slurp(tmpl_in);
   char *tmpl_out = path_in(dir, "rms_norm_fwd.c.tmpl");
   write_file(tmpl_out, tmpl);
+  copy_in("specs/rms_norm_ref.c", dir);
   run_result r = ubgen("check rms_norm.fwd --dtype f32 --specs %s", dir);
   assert_status(r, 0);
   run_free(&r);

@@ -161,6 +161,20 @@ Test(jit_tcc, c_error_in_a_template_is_ecompile) {
   cr_assert_eq(system(cmd), 0);
 }
 
+/* ubg_prepare compiles now: a template's C error shows without a call */
+Test(jit_tcc, prepare_reports_a_compile_error_without_a_call) {
+  char dir[] = "/tmp/ubgen_test_jit_XXXXXX";
+  write_bad_kernel(dir);
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_TCC, 1);
+  ubg_status s = ubg_prepare(ctx, "bad", "fwd", UBG_F32, NULL);
+  cr_assert_eq(s, UBG_ECOMPILE, "%s: %s", ubg_status_str(s), ubg_ctx_error(ctx));
+  cr_assert(strstr(ubg_ctx_error(ctx), "undeclared_name"), "%s", ubg_ctx_error(ctx));
+  ubg_ctx_destroy(ctx);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_assert_eq(system(cmd), 0);
+}
+
 /* AUTO takes the built-in code; AOT refuses what is not built in */
 Test(jit_tcc, backends_choose_as_documented) {
   ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 1);

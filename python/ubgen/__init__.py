@@ -10,5 +10,18 @@ sets the process context the ops run on (docs/python.md).
 from ._context import Context, configure, context, settings
 from ._lib import LIB_PATH, OutOfBounds, UbgenError
 
+
+def launch(kernel, pass_, dtype, **args):
+    """Runs kernel.pass_ on the process context, arguments by their spec
+    names (Context.launch): any kernel the library serves, a user's too."""
+    context().launch(kernel, pass_, dtype, **args)
+
+
+def prepare(kernel, pass_, dtype, variant=None):
+    """Compiles (or finds) a variant now, on the process context (Context.prepare)."""
+    return context().prepare(kernel, pass_, dtype, variant)
+
+
 __version__ = "0.1.0"
-__all__ = ["Context", "configure", "context", "settings", "LIB_PATH", "OutOfBounds", "UbgenError", "__version__"]
+__all__ = ["Context", "configure", "context", "settings", "launch", "prepare", "LIB_PATH", "OutOfBounds", "UbgenError",
+           "__version__"]

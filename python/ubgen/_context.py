@@ -61,6 +61,49 @@ class Context:
             raise ValueError(msg.decode("utf-8", "replace") if msg else _lib.status_str(status).decode())
         self.check(status)
 
+    def prepare(self, kernel, pass_, dtype, variant=None):
+        """Gets the code of a variant (None: every variant that fits the
+        budget) of kernel.pass_ ready without running it; returns
+        "<variant>@<backend>" for the last one."""
+        status = _lib.prepare(self.handle, kernel.encode(), pass_.encode(), _dtype_code(dtype),
+                              variant.encode() if variant is not None else None)
+        self._check_named(status)
+        return self.last_variant()
+
+    def launch(self, kernel, pass_, dtype, **args):
+        """Runs kernel.pass_ of any spec the library serves (a user's own
+        from UBGEN_SPEC_PATH or an emitted table too), arguments by their
+        spec names: tensors as torch tensors or numpy arrays, contiguous and
+        on the CPU, outputs written in place; None for an omitted optional
+        tensor; ints and floats. The library checks every buffer's byte
+        size against the spec's shape before anything runs."""
+        n = len(args)
+        arr = (_lib.Arg * max(n, 1))()
+        sizes = (ctypes.c_int64 * max(n, 1))()
+        keep = []
+        for i, (name, value) in enumerate(args.items()):
+            key = name.encode()
+            keep.append(key)
+            arr[i].name = key
+            sizes[i] = -1
+            if value is None:
+                arr[i].kind, arr[i].v.p = _lib.ARG_PTR, None
+            elif isinstance(value, bool) or isinstance(value, int):
+                arr[i].kind, arr[i].v.i = _lib.ARG_I64, int(value)
+            elif isinstance(value, float):
+                arr[i].kind, arr[i].v.f = _lib.ARG_F64, value
+            else:
+                arr[i].kind = _lib.ARG_PTR
+                arr[i].v.p, sizes[i] = _buffer(name, value)
+        status = _lib.launch_sized(self.handle, kernel.encode(), pass_.encode(), _dtype_code(dtype), arr, n, sizes)
+        self._check_named(status)
+
+    def _check_named(self, status):
+        if status == _lib.ENOTFOUND:  # no such kernel, pass or variant: the caller's value
+            msg = _lib.ctx_error(self.handle)
+            raise ValueError(msg.decode("utf-8", "replace") if msg else _lib.status_str(status).decode())
+        self.check(status)
+
     def close(self):
         if self.handle:
             _lib.ctx_destroy(self.handle)
@@ -71,6 +114,30 @@ class Context:
             self.close()
         except Exception:
             pass
+
+
+def _dtype_code(dtype):
+    """"f32", "f16", "bf16", or a torch dtype of one of them"""
+    name = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16"}.get(str(dtype), dtype)
+    if name not in _lib.DTYPE_NAMES:
+        raise ValueError("dtype=%r is not one of f32, f16, bf16 (or their torch dtypes)" % (dtype,))
+    return _lib.DTYPE_NAMES.index(name)
+
+
+def _buffer(name, value):
+    """(address, byte size) of a contiguous CPU tensor or array"""
+    if hasattr(value, "data_ptr") and hasattr(value, "element_size"):  # a torch tensor
+        if value.device.type != "cpu":
+            raise ValueError("%s: a tensor on %s; ubgen runs on the CPU" % (name, value.device))
+        if not value.is_contiguous():
+            raise ValueError("%s: not contiguous (strides %s); pass .contiguous() and read outputs from it"
+                             % (name, tuple(value.stride())))
+        return value.data_ptr(), value.numel() * value.element_size()
+    if hasattr(value, "__array_interface__") and hasattr(value, "flags"):  # a numpy array
+        if not value.flags["C_CONTIGUOUS"]:
+            raise ValueError("%s: not C-contiguous" % name)
+        return value.__array_interface__["data"][0], value.nbytes
+    raise TypeError("%s: %s is not a tensor, an array, None, an int or a float" % (name, type(value).__name__))
 
 
 _lock = threading.Lock()

@@ -28,6 +28,17 @@ class Config(ctypes.Structure):
     ]
 
 
+ARG_PTR, ARG_I64, ARG_F64 = 0, 1, 2
+
+
+class _ArgValue(ctypes.Union):
+    _fields_ = [("p", ctypes.c_void_p), ("i", ctypes.c_int64), ("f", ctypes.c_double)]
+
+
+class Arg(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("kind", ctypes.c_int), ("v", _ArgValue)]
+
+
 class FlceOpts(ctypes.Structure):
     _fields_ = [
         ("ignore_index", ctypes.c_int64),
@@ -113,6 +124,9 @@ ctx_error = _proto("ubg_ctx_error", [_p], ctypes.c_char_p)
 ctx_last_variant = _proto("ubg_ctx_last_variant", [_p], ctypes.c_char_p)
 status_str = _proto("ubg_status_str", [_int], ctypes.c_char_p)
 set_variant = _proto("ubg_set_variant", [_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p])
+prepare = _proto("ubg_prepare", [_p, ctypes.c_char_p, ctypes.c_char_p, _int, ctypes.c_char_p])
+launch_sized = _proto("ubg_launch_sized", [_p, ctypes.c_char_p, ctypes.c_char_p, _int, ctypes.POINTER(Arg),
+                                           ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64)])
 rms_norm_fwd = _proto("ubg_rms_norm_fwd", [_p, _int, _i64, _i64, _p, _p, _f, _f, _int, _p, _p])
 rms_norm_bwd = _proto("ubg_rms_norm_bwd", [_p, _int, _i64, _i64, _p, _p, _p, _p, _f, _int, _p, _p])
 embedding_fwd = _proto("ubg_embedding_fwd", [_p, _int, _i64, _i64, _p, _i64, _p, _p])

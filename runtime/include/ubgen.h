@@ -50,10 +50,17 @@ typedef struct ubg_ctx ubg_ctx;
 UBG_API ubg_status  ubg_ctx_create(const ubg_config *cfg /* NULL: defaults */, ubg_ctx **out);
 UBG_API void        ubg_ctx_destroy(ubg_ctx *ctx);
 UBG_API const char *ubg_ctx_error(const ubg_ctx *ctx);        /* last failure, this thread */
-UBG_API const char *ubg_ctx_last_variant(const ubg_ctx *ctx); /* variant of the last call, this thread */
+UBG_API const char *ubg_ctx_last_variant(const ubg_ctx *ctx); /* variant of the last call or ubg_prepare, this thread */
 UBG_API const char *ubg_status_str(ubg_status s);
 /* force a variant for kernel.pass (NULL: automatic again); UBG_EUB if it does not fit */
 UBG_API ubg_status  ubg_set_variant(ubg_ctx *ctx, const char *kernel, const char *pass, const char *variant);
+/* get a variant's code ready now (built in, or compiled by the context's
+ * backend) without running it: a compile error shows here, and the first
+ * call pays no compile; ubg_ctx_last_variant then says which code serves it
+ * ("<variant>@aot|tcc|gcc"). variant NULL: every variant of kernel.pass in
+ * dtype that fits the UB budget. */
+UBG_API ubg_status  ubg_prepare(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype,
+                                const char *variant);
 
 typedef enum { UBG_CAST_LLAMA, UBG_CAST_GEMMA, UBG_CAST_NONE } ubg_casting;
 UBG_API ubg_status ubg_rms_norm_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols,
@@ -126,6 +133,13 @@ typedef struct { const char *name; ubg_arg_kind kind;
                  union { void *p; int64_t i; double f; } v; } ubg_arg;
 UBG_API ubg_status ubg_launch(ubg_ctx *, const char *kernel, const char *pass, ubg_dtype,
                               const ubg_arg *args, size_t nargs);
+/* ubg_launch for callers that know how large each buffer is (a binding such
+ * as Python's): nbytes[i] is the byte size of args[i]'s buffer when it is a
+ * tensor (negative: unknown). A buffer whose size is not exactly its spec
+ * shape's (elements x element size) is refused (UBG_EINVAL) before
+ * anything runs. */
+UBG_API ubg_status ubg_launch_sized(ubg_ctx *, const char *kernel, const char *pass, ubg_dtype,
+                                    const ubg_arg *args, size_t nargs, const int64_t *nbytes);
 
 #ifdef __cplusplus
 }

@@ -61,3 +61,36 @@ def test_readme_python_example_runs_as_written(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     loss = float(r.stdout.split()[-1])
     assert 9.0 < loss < 12.0, r.stdout  # about ln(32000) = 10.4 at the start
+
+
+def test_adding_a_kernel_walks_through_as_written(installed, tmp_path):
+    """docs/adding-a-kernel.md, done as a user does it: its files written
+    into a directory outside the tree, its shell commands run in order
+    against the installed ubgen (command, C library, Python package)."""
+    prefix, pydir = installed
+    with open(os.path.join(SRC, "docs", "adding-a-kernel.md")) as f:
+        doc = f.read()
+    files = re.findall(r"```\w+ (\S+)\n(.*?)```", doc, re.S)
+    assert {"softcap.json", "softcap_fwd.c.tmpl", "softcap_bwd.c.tmpl", "softcap_ref.c", "app.c",
+            "softcap.py"} <= {name for name, _ in files}
+    work = tmp_path / "softcap"
+    work.mkdir()
+    for name, body in files:
+        (work / name).write_text(body)
+    commands = "".join(re.findall(r"```sh\n(.*?)```", doc, re.S))
+    shim = tmp_path / "bin"  # `python3` in the page is the interpreter that has torch
+    shim.mkdir()
+    os.symlink(sys.executable, shim / "python3")
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    env = _clean_env(PATH="%s:%s:%s" % (shim, prefix / "bin", os.environ.get("PATH", "/usr/bin:/bin")),
+                     PKG_CONFIG_PATH=str(prefix / "lib" / "pkgconfig"), LD_LIBRARY_PATH=str(prefix / "lib"),
+                     PYTHONPATH=str(pydir), UBGEN_CACHE_DIR=str(cache))
+    r = subprocess.run(["sh", "-ex", "-c", commands], cwd=str(work), capture_output=True, text=True, env=env)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "softcap.fwd: 12 variants, 36 runs, 0 failed; checked against the reference" in out, out
+    assert "merged into %s" % (cache / "tuning.json") in out, out
+    assert re.search(r"softcap_fwd_f32_b\d+@(tcc|gcc): max error", out), out
+    assert re.search(r"softcap_fwd_f32_b\d+@aot: max error", out), out
+    assert "softcap from Python: softcap_bwd_f32_b" in out, out

@@ -1,5 +1,5 @@
 /* Fused linear cross entropy in double precision: the whole op, as
- * ubg_flce computes it (notes: tests/ref/flce_ref.c). */
+ * ubg_flce computes it (formulas: specs/flce_ref.c). */
 #ifndef UBG_FLCE_REF_H
 #define UBG_FLCE_REF_H
 

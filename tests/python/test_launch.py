@@ -1,0 +1,59 @@
+"""ubgen.launch and ubgen.prepare: any spec'd kernel by name from Python.
+The generic path gives the typed path's bits; each buffer's byte size is
+checked against the spec before anything runs, and bad values raise with
+the argument named."""
+import numpy as np
+import pytest
+import torch
+
+import ubgen
+import ubgen.torch as ut
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_launch_gives_the_typed_ops_bits(dtype):
+    x, w = torch.randn(7, 300).to(dtype), torch.randn(300).to(dtype)
+    y, rstd = torch.empty_like(x), torch.empty(7)
+    ubgen.launch("rms_norm", "fwd", dtype, x=x, w=w, y=y, rstd=rstd, rows=7, cols=300, eps=1e-6)
+    want = ut.rms_norm(x, w, 1e-6)
+    assert torch.equal(y, want)
+
+
+def test_launch_takes_numpy_arrays_and_omitted_optionals():
+    x = np.random.default_rng(1).standard_normal((3, 64)).astype(np.float32)
+    y, rstd = np.empty_like(x), np.empty(3, np.float32)
+    ubgen.launch("rms_norm", "fwd", "f32", x=x, w=None, y=y, rstd=rstd, rows=3, cols=64)
+    want = x / np.sqrt((x.astype(np.float64) ** 2).mean(1, keepdims=True) + 1e-6)
+    assert np.allclose(y, want, atol=1e-5)
+
+
+def test_a_buffer_of_the_wrong_size_is_refused_and_nothing_written():
+    x, y, rstd = torch.randn(4, 37), torch.full((4, 37), 7.0), torch.full((4,), 7.0)
+    with pytest.raises(ValueError, match=r"x is a buffer of 296 bytes; its shape \[rows, cols\] = \[4, 37\] of f32"):
+        ubgen.launch("rms_norm", "fwd", "f32", x=x.to(torch.bfloat16), y=y, rstd=rstd, rows=4, cols=37)
+    with pytest.raises(ValueError, match="y is a buffer of 444 bytes"):
+        ubgen.launch("rms_norm", "fwd", "f32", x=x, y=y[:3], rstd=rstd, rows=4, cols=37)
+    assert torch.all(y == 7.0) and torch.all(rstd == 7.0)
+
+
+def test_bad_values_name_the_argument():
+    x, y, rstd = torch.randn(4, 8), torch.empty(4, 8), torch.empty(4)
+    with pytest.raises(ValueError, match="dtype='f64'"):
+        ubgen.launch("rms_norm", "fwd", "f64", x=x, y=y, rstd=rstd, rows=4, cols=8)
+    with pytest.raises(ValueError, match="not contiguous"):
+        ubgen.launch("rms_norm", "fwd", "f32", x=torch.randn(8, 4).t(), y=y, rstd=rstd, rows=4, cols=8)
+    with pytest.raises(TypeError, match="x: list"):
+        ubgen.launch("rms_norm", "fwd", "f32", x=[1.0], y=y, rstd=rstd, rows=4, cols=8)
+    with pytest.raises(ValueError, match='no kernel named "nope"'):
+        ubgen.launch("nope", "fwd", "f32")
+    with pytest.raises(ValueError, match="has no argument \"z\""):
+        ubgen.launch("rms_norm", "fwd", "f32", x=x, y=y, rstd=rstd, rows=4, cols=8, z=1)
+    with pytest.raises(ValueError, match="rows"):
+        ubgen.launch("rms_norm", "fwd", "f32", x=x, y=y, rstd=rstd, rows=-4, cols=8)
+
+
+def test_prepare_says_which_code_serves_a_variant():
+    assert ubgen.prepare("rms_norm", "fwd", torch.bfloat16, "rms_norm_fwd_bf16_d1024_m1_t") == \
+        "rms_norm_fwd_bf16_d1024_m1_t@aot"
+    with pytest.raises(ValueError, match="d17"):
+        ubgen.prepare("rms_norm", "fwd", "f32", "rms_norm_fwd_f32_d17_m1_n")
