@@ -494,4 +494,7 @@ UBG_INLINE float ubg_exp(float x) {
   return x != x ? x : res;
 }
 
+/* 1 / (1 + e^-x), on ubg_exp: vectorized by gcc, the same bits under tcc */
+UBG_INLINE float ubg_sigmoid(float x) { return 1.0f / (1.0f + ubg_exp(-x)); }
+
 #endif /* UBG_PRELUDE_H */

@@ -1,4 +1,4 @@
-/* The JIT for the kernels after RMSNorm (embedding, attn_res): each variant
+/* The JIT for the kernels after RMSNorm (embedding, attn_res, swiglu, geglu): each variant
  * compiled by tcc (every feasible one) and by gcc (a spread sample: gcc
  * takes 0.3 s a variant) gives the built-in variant's bits, on every one of
  * the spec's check cases the variant applies to. The calls go through
@@ -145,3 +145,7 @@ JIT_TESTS(embedding, fwd)
 JIT_TESTS(embedding, bwd)
 JIT_TESTS(attn_res, fwd)
 JIT_TESTS(attn_res, bwd)
+JIT_TESTS(swiglu, fwd)
+JIT_TESTS(swiglu, bwd)
+JIT_TESTS(geglu, fwd)
+JIT_TESTS(geglu, bwd)

@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,flce]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,flce,swiglu,geglu]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -124,6 +124,22 @@ def flce_case(BT, H, V, dt):
     }, grads
 
 
+def glu_case(kind, T, I, dt):
+    """the activation alone (the MLP's GEMMs are torch's for both), as
+    Liger's benchmark_swiglu / benchmark_geglu time it within LLaMA's MLP"""
+    a = torch.randn(T, I, dtype=dt, requires_grad=True)
+    b = torch.randn(T, I, dtype=dt, requires_grad=True)
+    g = torch.randn(T, I, dtype=dt)
+    if kind == "swiglu":
+        ours, theirs = ut.swiglu, lambda x, y: F.silu(x) * y
+    else:
+        ours, theirs = ut.geglu, lambda x, y: F.gelu(x, approximate="tanh") * y
+    return {
+        "ubgen": lambda: step(lambda: ours(a, b), (a, b), lambda y: g),
+        "torch": lambda: step(lambda: theirs(a, b), (a, b), lambda y: g),
+    }, None
+
+
 OPS = {
     # name: (case(x, dtype), x_name, x_label, x values, quick x values, fixed shape, dtypes)
     "rms_norm": (lambda H, dt: rms_norm_case(2048, H, dt), "H", "hidden size", [1024, 2048, 4096, 8192], [4096],
@@ -135,6 +151,10 @@ OPS = {
     "fused_linear_cross_entropy": (lambda BT, dt: flce_case(BT, 1024, 32768, dt), "BT", "B x T", [1024, 2048, 4096,
                                                                                                        8192],
                                    [4096], {"H": 1024, "V": 32768}, ["f32", "bf16"]),
+    "swiglu": (lambda T, dt: glu_case("swiglu", T, 14336, dt), "T", "tokens", [1024, 2048, 4096], [1024],
+               {"bsz": 1, "I": 14336}, ["f32", "bf16"]),
+    "geglu": (lambda T, dt: glu_case("geglu", T, 14336, dt), "T", "tokens", [1024, 2048, 4096], [1024],
+              {"bsz": 1, "I": 14336}, ["f32", "bf16"]),
 }
 
 

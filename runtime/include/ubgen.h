@@ -76,6 +76,21 @@ UBG_API ubg_status ubg_embedding_bwd(ubg_ctx *, ubg_dtype, int64_t num_embedding
     int64_t dim, int64_t n, const int64_t *indices, const void *dout,
     int64_t padding_idx /* -1: none */, void *dtable /* overwritten */);
 
+/* The gated activations of an MLP (Liger's LigerSiLUMulFunction and
+ * LigerGELUMulFunction), elementwise over a, b [rows, cols]:
+ *   swiglu: c = rnd(silu(a gm)) b, times dm (1, 1: plain SwiGLU)
+ *   geglu:  c = rnd(gelu_tanh(a)) b
+ * c may equal a or b; da may equal a or dc, db may equal b or dc (Liger
+ * writes the gradients over a and b). */
+UBG_API ubg_status ubg_swiglu_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *a,
+    const void *b, float gate_multiplier, float down_multiplier, void *c);
+UBG_API ubg_status ubg_swiglu_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dc,
+    const void *a, const void *b, float gate_multiplier, float down_multiplier, void *da, void *db);
+UBG_API ubg_status ubg_geglu_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *a,
+    const void *b, void *c);
+UBG_API ubg_status ubg_geglu_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dc,
+    const void *a, const void *b, void *da, void *db);
+
 UBG_API ubg_status ubg_attn_res_fwd(ubg_ctx *, ubg_dtype, int64_t nblocks, int64_t tokens,
     int64_t dim, const void *v /* [nblocks,tokens,dim] */, const void *w_query,
     const void *w_norm, float eps, void *out /* [tokens,dim] */,

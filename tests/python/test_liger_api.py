@@ -54,6 +54,14 @@ SIGNATURES = {
         ("reduction", "mean"), ("softcap", None), ("return_z_loss", False), ("return_token_accuracy", False),
         ("return_predicted_tokens", False)],
     "LigerCrossEntropyLoss.forward": [("_input", REQ), ("target", REQ)],
+    "LigerSiLUMulFunction.forward": [("a", REQ), ("b", REQ), ("gate_multiplier", 1.0), ("down_multiplier", 1.0)],
+    "LigerGELUMulFunction.forward": [("a", REQ), ("b", REQ)],
+    "liger_swiglu": [("a", REQ), ("b", REQ)],
+    "liger_geglu": [("a", REQ), ("b", REQ)],
+    "LigerSwiGLUMLP.__init__": [("config", REQ)],
+    "LigerSwiGLUMLP.forward": [("x", REQ)],
+    "LigerGEGLUMLP.__init__": [("config", REQ)],
+    "LigerGEGLUMLP.forward": [("x", REQ)],
 }
 
 
@@ -75,13 +83,19 @@ def test_signature(name):
 
 MODULE_PATHS = {
     "ubgen.liger.ops": ["LigerRMSNormFunction", "LigerEmbeddingFunction", "LigerAttnResFunction",
-                        "LigerFusedLinearCrossEntropyFunction", "LigerCrossEntropyFunction"],
+                        "LigerFusedLinearCrossEntropyFunction", "LigerCrossEntropyFunction", "LigerSiLUMulFunction",
+                        "LigerGELUMulFunction"],
+    "ubgen.liger.ops.swiglu": ["LigerSiLUMulFunction"],
+    "ubgen.liger.ops.geglu": ["LigerGELUMulFunction"],
+    "ubgen.liger.transformers.swiglu": ["LigerSwiGLUMLP"],
+    "ubgen.liger.transformers.geglu": ["LigerGEGLUMLP"],
     "ubgen.liger.ops.cross_entropy": ["LigerCrossEntropyFunction", "liger_cross_entropy_kernel"],
     "ubgen.liger.ops.utils": ["is_hip"],
     "ubgen.liger.transformers": ["LigerRMSNorm", "LigerEmbedding", "LigerFusedLinearCrossEntropyLoss",
-                                 "LigerCrossEntropyLoss"],
+                                 "LigerCrossEntropyLoss", "LigerSwiGLUMLP", "LigerGEGLUMLP"],
     "ubgen.liger.transformers.functional": ["liger_rms_norm", "liger_attn_res", "liger_fused_linear_cross_entropy",
-                                            "liger_cross_entropy", "CrossEntropyOutput"],
+                                            "liger_cross_entropy", "CrossEntropyOutput", "liger_swiglu",
+                                            "liger_geglu"],
     "ubgen.liger.transformers.rms_norm": ["LigerRMSNorm"],
     "ubgen.liger.transformers.fused_linear_cross_entropy": ["LigerFusedLinearCrossEntropyLoss"],
     "ubgen.liger.transformers.cross_entropy": ["LigerCrossEntropyLoss"],

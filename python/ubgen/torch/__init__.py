@@ -10,6 +10,7 @@ from .attn_res import AttnRes, AttnResFunction, attn_res
 from .cross_entropy import (CrossEntropyFunction, CrossEntropyLoss, FusedLinearCrossEntropyFunction,
                             FusedLinearCrossEntropyLoss, cross_entropy, fused_linear_cross_entropy)
 from .embedding import Embedding, EmbeddingFunction, embedding
+from .glu import GEGLUMLP, GELUMulFunction, SiLUMulFunction, SwiGLUMLP, geglu, swiglu
 from .rms_norm import RMSNorm, RMSNormFunction, rms_norm
 from ._util import empty_cache, pool_bytes, set_pool_limit
 
@@ -18,6 +19,7 @@ __all__ = [
     "CrossEntropyFunction", "CrossEntropyLoss", "cross_entropy",
     "FusedLinearCrossEntropyFunction", "FusedLinearCrossEntropyLoss", "fused_linear_cross_entropy",
     "Embedding", "EmbeddingFunction", "embedding",
+    "SiLUMulFunction", "SwiGLUMLP", "swiglu", "GELUMulFunction", "GEGLUMLP", "geglu",
     "RMSNorm", "RMSNormFunction", "rms_norm",
     "empty_cache", "pool_bytes", "set_pool_limit",
 ]

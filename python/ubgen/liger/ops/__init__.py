@@ -3,7 +3,9 @@ from ...torch.attn_res import AttnResFunction as LigerAttnResFunction
 from ...torch.cross_entropy import CrossEntropyFunction as LigerCrossEntropyFunction
 from ...torch.cross_entropy import FusedLinearCrossEntropyFunction as LigerFusedLinearCrossEntropyFunction
 from ...torch.embedding import EmbeddingFunction as LigerEmbeddingFunction
+from ...torch.glu import GELUMulFunction as LigerGELUMulFunction
+from ...torch.glu import SiLUMulFunction as LigerSiLUMulFunction
 from ...torch.rms_norm import RMSNormFunction as LigerRMSNormFunction
 
 __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerFusedLinearCrossEntropyFunction",
-           "LigerEmbeddingFunction", "LigerRMSNormFunction"]
+           "LigerEmbeddingFunction", "LigerGELUMulFunction", "LigerRMSNormFunction", "LigerSiLUMulFunction"]

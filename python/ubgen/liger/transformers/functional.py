@@ -5,7 +5,8 @@ from typing import Optional
 import torch
 
 from ...torch.attn_res import attn_res
-from ..ops import LigerCrossEntropyFunction, LigerFusedLinearCrossEntropyFunction, LigerRMSNormFunction
+from ..ops import (LigerCrossEntropyFunction, LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction,
+                   LigerRMSNormFunction, LigerSiLUMulFunction)
 
 
 @dataclass
@@ -52,3 +53,11 @@ def liger_rms_norm(X, W, eps, offset: float = 0.0, casting_mode: str = "llama", 
 def liger_attn_res(V, w_query, w_norm, eps: float = 1e-6):
     """V: [N, B, T, D], or a list of N tensors [B, T, D]"""
     return attn_res(V, w_query, w_norm, eps)
+
+
+def liger_swiglu(a, b):
+    return LigerSiLUMulFunction.apply(a, b)
+
+
+def liger_geglu(a, b):
+    return LigerGELUMulFunction.apply(a, b)

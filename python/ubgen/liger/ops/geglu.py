@@ -1,0 +1,4 @@
+"""liger_kernel.ops.geglu"""
+from ...torch.glu import GELUMulFunction as LigerGELUMulFunction
+
+__all__ = ["LigerGELUMulFunction"]

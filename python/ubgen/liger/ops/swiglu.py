@@ -1,0 +1,4 @@
+"""liger_kernel.ops.swiglu"""
+from ...torch.glu import SiLUMulFunction as LigerSiLUMulFunction
+
+__all__ = ["LigerSiLUMulFunction"]
