@@ -62,36 +62,12 @@ static void copy_bwd(void *arg) {
   bench_copy1(&c->one);
 }
 
-static float load(const void *p, int64_t i, int dt) {
-  if (dt == UBG_F32) return ((const float *)p)[i];
-  uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-static void *filled(int64_t n, int dt, uint64_t seed) {
-  void *p = bench_alloc((size_t)n * (dt == UBG_F32 ? 4 : 2));
-  for (int64_t i = 0; i < n; i++) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    float f = (float)((int64_t)(seed >> 40) - (1 << 23)) / (float)(1 << 21);
-    if (dt == UBG_F32) {
-      ((float *)p)[i] = f;
-    } else {
-      uint32_t u;
-      memcpy(&u, &f, 4);
-      ((uint16_t *)p)[i] = (uint16_t)(u >> 16); /* truncation is fine for inputs */
-    }
-  }
-  return p;
-}
-
 /* the formulas in double on a sample of elements: c, da, db within 2% of the largest */
 static void check(const problem *p) {
   const int64_t n = p->rows * I;
   double worst = 0, scale = 1e-30;
   for (int64_t i = 0; i < n; i += 997) {
-    const double a = load(p->a, i, p->dtype), b = load(p->b, i, p->dtype), dc = load(p->dc, i, p->dtype);
+    const double a = bench_load(p->a, i, p->dtype), b = bench_load(p->b, i, p->dtype), dc = bench_load(p->dc, i, p->dtype);
     double act, dact;
     if (p->kernel) {
       const double t = tanh(0.7978845608028654 * (a + 0.044715 * a * a * a));
@@ -105,7 +81,7 @@ static void check(const problem *p) {
     const double want[3] = {act * b, dc * b * dact, dc * act};
     const void *got[3] = {p->c, p->da, p->db};
     for (int k = 0; k < 3; k++) {
-      worst = fmax(worst, fabs(load(got[k], i, p->dtype) - want[k]));
+      worst = fmax(worst, fabs(bench_load(got[k], i, p->dtype) - want[k]));
       scale = fmax(scale, fabs(want[k]));
     }
   }
@@ -146,7 +122,7 @@ int main(int argc, char **argv) {
           for (int ti = 0; ti < NT; ti++) {
             const int64_t rows = ts[ti], n = rows * I;
             const size_t bytes = (size_t)n * es;
-            problem p = {ctx, kernel, dt, rows, filled(n, dt, 1), filled(n, dt, 2), filled(n, dt, 3),
+            problem p = {ctx, kernel, dt, rows, bench_uniform(n, dt, 1), bench_uniform(n, dt, 2), bench_uniform(n, dt, 3),
                          bench_alloc(bytes), bench_alloc(bytes), bench_alloc(bytes)};
             if (!cold && !mode) {
               ubgen_fwd(&p);

@@ -217,3 +217,27 @@ void bench_must(ubg_ctx *ctx, ubg_status s, const char *what) {
   fprintf(stderr, "%s failed: %s: %s\n", what, ubg_status_str(s), ubg_ctx_error(ctx));
   abort();
 }
+
+float bench_load(const void *p, int64_t i, int dtype) {
+  if (dtype == UBG_F32) return ((const float *)p)[i];
+  uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+void *bench_uniform(int64_t n, int dtype, uint64_t seed) {
+  void *p = bench_alloc((size_t)n * (dtype == UBG_F32 ? 4 : 2));
+  for (int64_t i = 0; i < n; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    float f = (float)((int64_t)(seed >> 40) - (1 << 23)) / (float)(1 << 21);
+    if (dtype == UBG_F32) {
+      ((float *)p)[i] = f;
+    } else {
+      uint32_t u;
+      memcpy(&u, &f, 4);
+      ((uint16_t *)p)[i] = (uint16_t)(u >> 16); /* truncation is fine for inputs */
+    }
+  }
+  return p;
+}

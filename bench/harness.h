@@ -60,6 +60,10 @@ void bench_must(ubg_ctx *ctx, ubg_status s, const char *what);
  * allocations far more); free() releases it. A 16-byte offset, what malloc
  * gives large blocks, costs the AttnRes forward about 8% in split loads. */
 void *bench_alloc(size_t n);
+/* n elements of dtype (UBG_F32 or UBG_BF16) uniform in [-4, 4), from seed,
+ * in a bench_alloc block; and element i of such a tensor as float */
+void *bench_uniform(int64_t n, int dtype, uint64_t seed);
+float bench_load(const void *p, int64_t i, int dtype);
 /* --out FILE from argv, or NULL */
 const char *bench_out_path(int argc, char **argv);
 int bench_reps(int argc, char **argv, int dflt); /* --reps N */

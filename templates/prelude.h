@@ -450,6 +450,15 @@ UBG_INLINE void ubg_lanes_zero(float *acc) {
   for (l = 0; l < UBG_LANES; l++) acc[l] = 0.0f;
 }
 
+/* acc[l] += a[j] for j = l, l + 16, ... < n; a starts at lane 0 */
+UBG_INLINE void ubg_lanes_add(float *UBG_RESTRICT acc, const float *UBG_RESTRICT a, ubg_i64 n) {
+  ubg_i64 j = 0;
+  int l;
+  for (; j + UBG_LANES <= n; j += UBG_LANES)
+    for (l = 0; l < UBG_LANES; l++) acc[l] += a[j + l];
+  for (l = 0; j + l < n; l++) acc[l] += a[j + l];
+}
+
 /* acc[l] += a[j] * b[j] for j = l, l + 16, ... < n; a and b start at lane 0 */
 UBG_INLINE void ubg_lanes_dot(float *UBG_RESTRICT acc, const float *UBG_RESTRICT a,
                               const float *UBG_RESTRICT b, ubg_i64 n) {

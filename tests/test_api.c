@@ -330,7 +330,7 @@ Test(launch, generic_errors, .init = setup, .fini = teardown) {
   refused(ubg_launch(ctx, "rms_norm", "fwd", UBG_F32, unknown, 6), UBG_EINVAL, "1 (gemma)");
   refused(ubg_launch(ctx, "rms_norm", "fwd", UBG_F32, NULL, 3), UBG_EINVAL, "args is NULL");
   refused(ubg_launch(ctx, "rms_norm", "sideways", UBG_F32, ok, 5), UBG_ENOTFOUND, "no pass");
-  refused(ubg_launch(ctx, "layer_norm", "fwd", UBG_F32, ok, 5), UBG_ENOTFOUND, "no kernel named");
+  refused(ubg_launch(ctx, "no_such_norm", "fwd", UBG_F32, ok, 5), UBG_ENOTFOUND, "no kernel named");
   cr_assert_eq(ubg_launch(NULL, "rms_norm", "fwd", UBG_F32, ok, 5), UBG_EINVAL);
 }
 

@@ -986,7 +986,7 @@ Test(cli, tune_times_and_records_the_backend_the_library_runs) {
   cr_assert(strstr(db, "\"backend\": \"gcc\""), "%s", db);
   cr_assert_null(strstr(db, "\"variant\": \"tune_probe_fwd_f32_d64\""), "%s", db);
   free(db);
-  r = ubgen("tune rms_norm.fwd --dtype f32 --shape rows=8,cols=256 --db %s/db2.json --reps 1", scratch);
+  r = ubgen("tune rms_norm.fwd --dtype f32 --shape rows=8,cols=256 --ub 8KiB --db %s/db2.json --reps 1", scratch);
   assert_status(r, 0);
   run_free(&r);
   snprintf(path, sizeof path, "%s/db2.json", scratch);

@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,flce,swiglu,geglu]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,flce,swiglu,geglu,layer_norm]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -140,6 +140,17 @@ def glu_case(kind, T, I, dt):
     }, None
 
 
+def layer_norm_case(M, H, dt):
+    x = torch.randn(M, H, dtype=dt, requires_grad=True)
+    w = torch.ones(H, dtype=dt, requires_grad=True)
+    b = torch.zeros(H, dtype=dt, requires_grad=True)
+    g = torch.randn(M, H, dtype=dt)
+    return {
+        "ubgen": lambda: step(lambda: ut.layer_norm(x, w, b, 1e-6), (x, w, b), lambda y: g),
+        "torch": lambda: step(lambda: F.layer_norm(x, (H,), w, b, 1e-6), (x, w, b), lambda y: g),
+    }, None
+
+
 OPS = {
     # name: (case(x, dtype), x_name, x_label, x values, quick x values, fixed shape, dtypes)
     "rms_norm": (lambda H, dt: rms_norm_case(2048, H, dt), "H", "hidden size", [1024, 2048, 4096, 8192], [4096],
@@ -155,6 +166,8 @@ OPS = {
                {"bsz": 1, "I": 14336}, ["f32", "bf16"]),
     "geglu": (lambda T, dt: glu_case("geglu", T, 14336, dt), "T", "tokens", [1024, 2048, 4096], [1024],
               {"bsz": 1, "I": 14336}, ["f32", "bf16"]),
+    "layer_norm": (lambda H, dt: layer_norm_case(4096, H, dt), "H", "hidden size", [1024, 2048, 4096, 8192], [4096],
+                   {"M": 4096}, ["f32", "bf16"]),
 }
 
 

@@ -76,6 +76,15 @@ UBG_API ubg_status ubg_embedding_bwd(ubg_ctx *, ubg_dtype, int64_t num_embedding
     int64_t dim, int64_t n, const int64_t *indices, const void *dout,
     int64_t padding_idx /* -1: none */, void *dtable /* overwritten */);
 
+/* LayerNorm (Liger's LigerLayerNormFunction) over rows of x [rows, cols]:
+ * y = (x - mean) rstd w + b, biased variance, mean and rstd [rows] f32 kept
+ * for the backward; dw and db [cols] are summed over the rows. y may equal
+ * x, dx may equal dy. */
+UBG_API ubg_status ubg_layer_norm_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *x,
+    const void *w, const void *b, float eps, void *y, float *mean, float *rstd);
+UBG_API ubg_status ubg_layer_norm_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
+    const void *x, const void *w, const float *mean, const float *rstd, void *dx, void *dw, void *db);
+
 /* The gated activations of an MLP (Liger's LigerSiLUMulFunction and
  * LigerGELUMulFunction), elementwise over a, b [rows, cols]:
  *   swiglu: c = rnd(silu(a gm)) b, times dm (1, 1: plain SwiGLU)

@@ -62,6 +62,10 @@ SIGNATURES = {
     "LigerSwiGLUMLP.forward": [("x", REQ)],
     "LigerGEGLUMLP.__init__": [("config", REQ)],
     "LigerGEGLUMLP.forward": [("x", REQ)],
+    "LigerLayerNormFunction.forward": [("X", REQ), ("W", REQ), ("B", REQ), ("eps", REQ)],
+    "liger_layer_norm": [("X", REQ), ("W", REQ), ("B", REQ), ("eps", REQ)],
+    "LigerLayerNorm.__init__": [("hidden_size", REQ), ("eps", 1e-6), ("bias", False), ("init_fn", "ones")],
+    "LigerLayerNorm.forward": [("hidden_states", REQ)],
 }
 
 
@@ -89,13 +93,15 @@ MODULE_PATHS = {
     "ubgen.liger.ops.geglu": ["LigerGELUMulFunction"],
     "ubgen.liger.transformers.swiglu": ["LigerSwiGLUMLP"],
     "ubgen.liger.transformers.geglu": ["LigerGEGLUMLP"],
+    "ubgen.liger.ops.layer_norm": ["LigerLayerNormFunction"],
+    "ubgen.liger.transformers.layer_norm": ["LigerLayerNorm"],
     "ubgen.liger.ops.cross_entropy": ["LigerCrossEntropyFunction", "liger_cross_entropy_kernel"],
     "ubgen.liger.ops.utils": ["is_hip"],
     "ubgen.liger.transformers": ["LigerRMSNorm", "LigerEmbedding", "LigerFusedLinearCrossEntropyLoss",
                                  "LigerCrossEntropyLoss", "LigerSwiGLUMLP", "LigerGEGLUMLP"],
     "ubgen.liger.transformers.functional": ["liger_rms_norm", "liger_attn_res", "liger_fused_linear_cross_entropy",
                                             "liger_cross_entropy", "CrossEntropyOutput", "liger_swiglu",
-                                            "liger_geglu"],
+                                            "liger_geglu", "liger_layer_norm"],
     "ubgen.liger.transformers.rms_norm": ["LigerRMSNorm"],
     "ubgen.liger.transformers.fused_linear_cross_entropy": ["LigerFusedLinearCrossEntropyLoss"],
     "ubgen.liger.transformers.cross_entropy": ["LigerCrossEntropyLoss"],

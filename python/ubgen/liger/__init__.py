@@ -9,14 +9,17 @@ ubgen.liger.transformers.functional, .rms_norm, .fused_linear_cross_entropy,
 replacing `liger_kernel` with `ubgen.liger` in an import line is enough.
 """
 from .ops import (LigerAttnResFunction, LigerCrossEntropyFunction, LigerEmbeddingFunction,
-                  LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerRMSNormFunction,
+                  LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerLayerNormFunction,
+                  LigerRMSNormFunction,
                   LigerSiLUMulFunction)
 from .transformers.cross_entropy import LigerCrossEntropyLoss
 from .transformers.experimental.embedding import LigerEmbedding
 from .transformers.functional import (CrossEntropyOutput, liger_attn_res, liger_cross_entropy,
-                                      liger_fused_linear_cross_entropy, liger_geglu, liger_rms_norm, liger_swiglu)
+                                      liger_fused_linear_cross_entropy, liger_geglu, liger_layer_norm,
+                                      liger_rms_norm, liger_swiglu)
 from .transformers.geglu import LigerGEGLUMLP
 from .transformers.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
+from .transformers.layer_norm import LigerLayerNorm
 from .transformers.rms_norm import LigerRMSNorm
 from .transformers.swiglu import LigerSwiGLUMLP
 
@@ -26,4 +29,5 @@ __all__ = [
     "CrossEntropyOutput", "liger_attn_res", "liger_cross_entropy", "liger_fused_linear_cross_entropy",
     "liger_rms_norm", "LigerFusedLinearCrossEntropyLoss", "LigerRMSNorm",
     "LigerSiLUMulFunction", "LigerGELUMulFunction", "LigerSwiGLUMLP", "LigerGEGLUMLP", "liger_swiglu", "liger_geglu",
+    "LigerLayerNormFunction", "LigerLayerNorm", "liger_layer_norm",
 ]

@@ -11,6 +11,7 @@ from .cross_entropy import (CrossEntropyFunction, CrossEntropyLoss, FusedLinearC
                             FusedLinearCrossEntropyLoss, cross_entropy, fused_linear_cross_entropy)
 from .embedding import Embedding, EmbeddingFunction, embedding
 from .glu import GEGLUMLP, GELUMulFunction, SiLUMulFunction, SwiGLUMLP, geglu, swiglu
+from .layer_norm import LayerNorm, LayerNormFunction, layer_norm
 from .rms_norm import RMSNorm, RMSNormFunction, rms_norm
 from ._util import empty_cache, pool_bytes, set_pool_limit
 
@@ -20,6 +21,7 @@ __all__ = [
     "FusedLinearCrossEntropyFunction", "FusedLinearCrossEntropyLoss", "fused_linear_cross_entropy",
     "Embedding", "EmbeddingFunction", "embedding",
     "SiLUMulFunction", "SwiGLUMLP", "swiglu", "GELUMulFunction", "GEGLUMLP", "geglu",
+    "LayerNorm", "LayerNormFunction", "layer_norm",
     "RMSNorm", "RMSNormFunction", "rms_norm",
     "empty_cache", "pool_bytes", "set_pool_limit",
 ]

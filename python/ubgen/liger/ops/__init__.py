@@ -5,7 +5,9 @@ from ...torch.cross_entropy import FusedLinearCrossEntropyFunction as LigerFused
 from ...torch.embedding import EmbeddingFunction as LigerEmbeddingFunction
 from ...torch.glu import GELUMulFunction as LigerGELUMulFunction
 from ...torch.glu import SiLUMulFunction as LigerSiLUMulFunction
+from ...torch.layer_norm import LayerNormFunction as LigerLayerNormFunction
 from ...torch.rms_norm import RMSNormFunction as LigerRMSNormFunction
 
 __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerFusedLinearCrossEntropyFunction",
-           "LigerEmbeddingFunction", "LigerGELUMulFunction", "LigerRMSNormFunction", "LigerSiLUMulFunction"]
+           "LigerEmbeddingFunction", "LigerGELUMulFunction", "LigerLayerNormFunction", "LigerRMSNormFunction",
+           "LigerSiLUMulFunction"]

@@ -6,7 +6,7 @@ import torch
 
 from ...torch.attn_res import attn_res
 from ..ops import (LigerCrossEntropyFunction, LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction,
-                   LigerRMSNormFunction, LigerSiLUMulFunction)
+                   LigerLayerNormFunction, LigerRMSNormFunction, LigerSiLUMulFunction)
 
 
 @dataclass
@@ -61,3 +61,7 @@ def liger_swiglu(a, b):
 
 def liger_geglu(a, b):
     return LigerGELUMulFunction.apply(a, b)
+
+
+def liger_layer_norm(X, W, B, eps):
+    return LigerLayerNormFunction.apply(X, W, B, eps)
