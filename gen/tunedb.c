@@ -124,20 +124,6 @@ static int find_index(const ug_tunedb *db, const ug_tune_entry *e, uint64_t h) {
   return -1;
 }
 
-/* room for n entries and their index, so a load allocates once */
-static int reserve(ug_tunedb *db, size_t n) {
-  if (n > (1u << 26)) return -1;
-  if ((int)n > db->cap) {
-    ug_tune_entry *ne = realloc(db->e, n * sizeof *ne);
-    if (!ne) return -1;
-    db->e = ne;
-    db->cap = (int)n;
-  }
-  int slots = 32;
-  while (slots < 2 * (int)n) slots *= 2;
-  return slots > db->nslots ? index_rebuild(db, slots) : 0;
-}
-
 /* -1 also for an nshape outside 0..UG_TUNE_MAX_SHAPE, or a shape name given
  * twice: such an entry has no key */
 int ug_tunedb_put(ug_tunedb *db, const ug_tune_entry *e) {
@@ -204,113 +190,6 @@ void ug_tunedb_free(ug_tunedb *db) {
 
 /* ---- reading -------------------------------------------------------------- */
 
-/* a string that fits dst with its NUL and holds no NUL of its own */
-static bool copy_str(const json_t *j, char *dst, size_t n) {
-  if (!json_is_string(j)) return false;
-  size_t len = json_string_length(j);
-  const char *s = json_string_value(j);
-  if (len >= n || strlen(s) != len) return false;
-  memcpy(dst, s, len + 1);
-  return true;
-}
-
-typedef enum { F_STR, F_INT, F_NUM } field_type;
-#define FIELD(name, t) {#name, t, offsetof(ug_tune_entry, name), sizeof(((ug_tune_entry *)0)->name)}
-/* every scalar field; dtype and shape have their own rules */
-static const struct {
-  const char *key;
-  field_type type;
-  size_t off, size;
-} fields[] = {
-    FIELD(kernel, F_STR),          FIELD(pass, F_STR),       FIELD(ub_bytes, F_INT),
-    FIELD(variant, F_STR),         FIELD(backend, F_STR),    FIELD(median_us, F_NUM),
-    FIELD(default_variant, F_STR), FIELD(default_median_us, F_NUM), FIELD(candidates, F_INT),
-    FIELD(rejected_ub, F_INT),
-};
-
-static bool read_field(const json_t *v, field_type t, void *dst, size_t size) {
-  switch (t) {
-  case F_STR: return copy_str(v, dst, size);
-  case F_INT:
-    if (!json_is_integer(v)) return false;
-    *(int64_t *)dst = json_integer_value(v);
-    return true;
-  case F_NUM:
-    if (!json_is_number(v)) return false;
-    *(double *)dst = json_number_value(v);
-    return true;
-  }
-  return false;
-}
-
-static const char *const type_text[] = {"a string of under %zu bytes", "an integer", "a number"};
-
-/* the shape object, in file order (jansson iterates in insertion order) */
-static bool read_shape(const json_t *s, ug_tune_entry *e, char *why, size_t nwhy, int idx) {
-  if (!json_is_object(s)) {
-    say(why, nwhy, "entries[%d]: \"shape\" is missing or not an object", idx);
-    return false;
-  }
-  if (json_object_size(s) > UG_TUNE_MAX_SHAPE) {
-    say(why, nwhy, "entries[%d]: \"shape\" has more than %d values", idx, UG_TUNE_MAX_SHAPE);
-    return false;
-  }
-  const char *name;
-  json_t *v;
-  json_object_foreach((json_t *)s, name, v) {
-    size_t len = strlen(name);
-    if (!json_is_integer(v) || len >= sizeof e->shape_names[0]) {
-      say(why, nwhy, "entries[%d]: shape \"%.40s\" is not an integer or its name is too long", idx, name);
-      return false;
-    }
-    memcpy(e->shape_names[e->nshape], name, len + 1);
-    e->shape[e->nshape++] = json_integer_value(v);
-  }
-  return true;
-}
-
-static bool read_entry(const json_t *j, ug_tune_entry *e, char *why, size_t nwhy, int idx) {
-  memset(e, 0, sizeof *e);
-  if (!json_is_object(j)) {
-    say(why, nwhy, "entries[%d] is not an object", idx);
-    return false;
-  }
-  for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++)
-    if (!read_field(json_object_get(j, fields[k].key), fields[k].type, (char *)e + fields[k].off, fields[k].size)) {
-      char want[64];
-      say(want, sizeof want, type_text[fields[k].type], fields[k].size);
-      say(why, nwhy, "entries[%d]: \"%s\" is missing or not %s", idx, fields[k].key, want);
-      return false;
-    }
-  const json_t *dt = json_object_get(j, "dtype");
-  e->dtype = json_is_string(dt) ? ug_dtype_parse(json_string_value(dt)) : -1;
-  if (e->dtype < 0) {
-    say(why, nwhy, "entries[%d]: \"dtype\" is missing or not one of f32, f16, bf16", idx);
-    return false;
-  }
-  return read_shape(json_object_get(j, "shape"), e, why, nwhy, idx);
-}
-
-/* 0 ok, 1 invalid (why says how), -1 out of memory */
-static int read_db(const json_t *root, ug_tunedb *db, char *why, size_t nwhy) {
-  if (!json_is_object(root)) return say(why, nwhy, "not a JSON object"), 1;
-  const json_t *ver = json_object_get(root, "version");
-  if (!json_is_integer(ver) || json_integer_value(ver) != 1)
-    return say(why, nwhy, "\"version\" is missing or not 1, the only version this ubgen reads"), 1;
-  const json_t *cpu = json_object_get(root, "cpu");
-  if (cpu && !copy_str(cpu, db->cpu, sizeof db->cpu))
-    return say(why, nwhy, "\"cpu\" is not a string of under %zu bytes", sizeof db->cpu), 1;
-  const json_t *ents = json_object_get(root, "entries");
-  if (!json_is_array(ents)) return say(why, nwhy, "\"entries\" is missing or not an array"), 1;
-  if (reserve(db, json_array_size(ents)) < 0) return say(why, nwhy, "out of memory"), -1;
-  for (size_t i = 0; i < json_array_size(ents); i++) {
-    ug_tune_entry e;
-    if (!read_entry(json_array_get(ents, i), &e, why, nwhy, (int)i)) return 1;
-    if (ug_tunedb_put(db, &e) < 0) return say(why, nwhy, "out of memory"), -1; /* a later duplicate wins */
-  }
-  return 0;
-}
-
 /* O_NOFOLLOW: a symlink planted at the DB path is refused, never followed;
  * O_NONBLOCK: a FIFO there cannot hang us before fstat rejects it. */
 int ug_tunedb_load(const char *path, ug_tunedb *db, char *warn, size_t nwarn) {
@@ -336,7 +215,7 @@ int ug_tunedb_load(const char *path, ug_tunedb *db, char *warn, size_t nwarn) {
         "writable by its owner only", path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777), (unsigned)geteuid());
     return 1;
   }
-  /* read whole, then parsed: json_loadfd reads a few bytes per system call */
+  /* read whole, then parsed in one pass (gen/tunedb_read.c) */
   char *text = malloc((size_t)st.st_size + 1);
   size_t got = 0;
   while (text && got < (size_t)st.st_size) {
@@ -353,19 +232,12 @@ int ug_tunedb_load(const char *path, ug_tunedb *db, char *warn, size_t nwarn) {
     say(warn, nwarn, "%s: %s", path, read_errno ? strerror(read_errno) : "the file shrank while it was read");
     return 1;
   }
-  json_error_t je;
-  json_t *root = json_loadb(text, got, 0, &je);
+  char why[512];
+  int rc = ug_tunedb_parse(text, got, db, why, sizeof why);
   free(text);
-  if (!root) {
-    say(warn, nwarn, "%s:%d:%d: %s", path, je.line, je.column, je.text);
-    return json_error_code(&je) == json_error_out_of_memory ? -1 : 1;
-  }
-  char why[256];
-  int rc = read_db(root, db, why, sizeof why);
-  json_decref(root);
   if (rc != 0) {
     ug_tunedb_free(db);
-    say(warn, nwarn, "%s: %s", path, why);
+    say(warn, nwarn, "%s:%s%s", path, why[0] >= '0' && why[0] <= '9' ? "" : " ", why);
   }
   return rc;
 }

@@ -49,6 +49,11 @@ typedef struct {
 /* v rounded up to a power of two (v <= 1 stays as it is) */
 int64_t ug_tune_bucket(int64_t v);
 
+/* Parses a DB's JSON text[0, len) into *db (initialized, empty): 0 ok; 1
+ * invalid (why: "line:col: what", or "entries[i]: what"); -1 out of memory
+ * (gen/tunedb_read.c). */
+int ug_tunedb_parse(const char *text, size_t len, ug_tunedb *db, char *why, size_t nwhy);
+
 /* Loads path into *db (which it initializes). 0: loaded or missing (empty);
  * 1: unusable (corrupt, truncated, wrong version, unreadable): *db empty and
  * warn says why, naming the file; -1: out of memory. */

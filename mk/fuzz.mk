@@ -1,4 +1,4 @@
-# libFuzzer targets (fuzz/): the expression evaluator, the spec loader (with
+# libFuzzer targets (fuzz/): the expression evaluator, the tuning DB reader, the spec loader (with
 # variant enumeration and the default strategy) and the template renderer,
 # built with clang's libFuzzer, AddressSanitizer and UndefinedBehaviorSanitizer
 # (Debian: clang, libclang-rt-14-dev).
@@ -9,7 +9,7 @@
 #                                   (tests/fuzz/<target>/) through its target once
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
-FUZZ_TARGETS := expr spec render
+FUZZ_TARGETS := expr spec render tunedb
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 FUZZ_FLAGS   := -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Igen
 FUZZ_SRCS    := $(GEN_CORE:%=gen/%.c)

@@ -268,6 +268,63 @@ Test(tunedb, syntax_error_has_line_and_column) {
   ug_tunedb_free(&db);
 }
 
+/* the DB is read by its own one-pass reader (gen/tunedb_read.c): any valid
+ * JSON of the right shape loads, whatever the key order, whitespace,
+ * escapes, unknown keys and values; a later duplicate key wins; what is not
+ * JSON is refused with its line and column */
+Test(tunedb, the_reader_takes_any_valid_json_and_refuses_the_rest) {
+  write_text(db_path,
+             "\n{ \"extra\" : [ 1 , -2.5e3 , { \"a\" : [ ] , \"b\" : { } } , true , false , null , \"\\u00e9\" ] ,\n"
+             "  \"entries\" : [ { \"shape\" : { \"cols\" : 256 , \"rows\" : 64 , \"rows\" : 128 } ,\n"
+             "    \"rejected_ub\" : 0 , \"candidates\" : 3 , \"default_median_us\" : 2 , \"default_variant\" : \"d\\/e\" ,\n"
+             "    \"median_us\" : 1.5E1 , \"backend\" : \"aot\" , \"variant\" : \"v\\u0031\" , \"ub_bytes\" : 196608 ,\n"
+             "    \"dtype\" : \"bf16\" , \"pass\" : \"fwd\" , \"kernel\" : \"rms_norm\" , \"kernel\" : \"k\\\"q\" ,\n"
+             "    \"unknown\" : { \"deep\" : [ [ [ ] ] ] } } ] ,\n"
+             "  \"cpu\" : \"\\ud83d\\ude00 cpu\" , \"version\" : 1 }\n");
+  ug_tunedb db;
+  char warn[512];
+  cr_assert_eq(ug_tunedb_load(db_path, &db, warn, sizeof warn), 0, "%s", warn);
+  cr_assert_eq(db.n, 1);
+  const ug_tune_entry *e = &db.e[0];
+  cr_expect_str_eq(e->kernel, "k\"q");
+  cr_expect_str_eq(e->variant, "v1");
+  cr_expect_str_eq(e->default_variant, "d/e");
+  cr_expect_str_eq(db.cpu, "\xf0\x9f\x98\x80 cpu");
+  cr_expect_eq(e->dtype, 2);
+  cr_expect_eq(e->median_us, 15.0);
+  cr_expect_eq(e->nshape, 2);
+  cr_expect_str_eq(e->shape_names[0], "cols");
+  cr_expect_eq(e->shape[1], 128, "the later rows wins");
+  ug_tunedb_free(&db);
+  static const char *const bad[][2] = {
+      {"{\"version\": 1, \"entries\": [],}", "1:30:"},
+      {"{\"version\": 1,\n \"entries\": [] } x", "2:18:"},
+      {"{\"version\": 01, \"entries\": []}", "1:13:"},
+      {"{\"version\": 1, \"entries\": [], \"s\": \"\\x\"}", "1:37:"},
+      {"{\"version\": 1, \"entries\": [], \"s\": \"\\ud800\"}", "1:"},
+      {"{\"version\": 1, \"entries\": [], \"n\": 99999999999999999999}", "1:"},
+      {"{\"version\": 1, \"entries\": [], \"n\": tru}", "1:"},
+      {"{\"version\": 1, \"entries\": [], \"s\": \"a\nb\"}", "1:38:"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    write_text(db_path, bad[i][0]);
+    cr_assert_eq(ug_tunedb_load(db_path, &db, warn, sizeof warn), 1, "%s loaded", bad[i][0]);
+    char want[256];
+    snprintf(want, sizeof want, "%s:%s", db_path, bad[i][1]);
+    cr_expect_eq(strncmp(warn, want, strlen(want)), 0, "%s: %s", bad[i][0], warn);
+    cr_expect_eq(db.n, 0);
+    ug_tunedb_free(&db);
+  }
+  char deep[300];
+  memset(deep, '[', sizeof deep);
+  memcpy(deep, "{\"version\": 1, \"entries\": [], \"d\": ", 35);
+  deep[sizeof deep - 1] = '\0';
+  write_text(db_path, deep);
+  cr_assert_eq(ug_tunedb_load(db_path, &db, warn, sizeof warn), 1);
+  cr_expect(strstr(warn, "nested"), "%s", warn);
+  ug_tunedb_free(&db);
+}
+
 static char *slurp_file(const char *path) {
   FILE *f = fopen(path, "rb");
   cr_assert_not_null(f, "%s", path);
