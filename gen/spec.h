@@ -206,6 +206,8 @@ const char *ug_dtype_name(int dtype);  /* "f32", "f16", "bf16" */
 int ug_dtype_parse(const char *s);     /* -1 when unknown */
 int ug_dtype_bytes(int dtype);
 const char *ug_elem_name(ug_elem e);
+/* "T", "f32", ... as an element type: 0, or -1 for no such name */
+int ug_elem_parse(const char *s, ug_elem *e);
 size_t ug_elem_bytes(ug_elem e, int dtype);
 const char *ug_elem_ctype(ug_elem e, int dtype); /* C type name in kernels */
 
