@@ -9,6 +9,7 @@
 
 #include "specset.h"
 #include "ubplan.h"
+#include "variant.h"
 
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 enum { CLI_MAX_LIST = 32 };

@@ -3,7 +3,7 @@
 #ifndef UG_UBPLAN_H
 #define UG_UBPLAN_H
 
-#include "variant.h"
+#include "point.h"
 
 enum { UG_UB_ALIGN = 64 };
 #define UG_DEFAULT_UB_BYTES 196608

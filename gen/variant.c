@@ -6,12 +6,6 @@
 
 #include "ubplan.h"
 
-void ug_point_env(const ug_pass *p, const ug_point *pt, int64_t *env) {
-  for (int i = 0; i < p->naxes; i++) env[p->sym_of_axis[i]] = pt->axis[i];
-  if (p->sym_tiled >= 0) env[p->sym_tiled] = pt->tiled > 0;
-  env[p->sym_dtype_bytes] = ug_dtype_bytes(pt->dtype);
-}
-
 void ug_variant_name(const ug_pass *p, const ug_point *pt, char *out, size_t n) {
   size_t len = (size_t)snprintf(out, n, "%s_%s_%s", p->kernel->name, p->name, ug_dtype_name(pt->dtype));
   for (int i = 0; i < p->naxes && len < n; i++)

@@ -220,3 +220,17 @@ void rt_ce_rows_free(rt_ce_rows *c) {
   c->loss_rows = c->z_rows = NULL;
   c->argmax_rows = NULL;
 }
+
+/* the options' defaults (Liger's), which the CE rows fall back to */
+void ubg_flce_opts_init(ubg_flce_opts *o) {
+  if (!o) return;
+  o->ignore_index = -100;
+  o->label_smoothing = 0.0f;
+  o->lse_square_scale = 0.0f;
+  o->softcap = 0.0f;
+  o->reduction = UBG_REDUCE_MEAN;
+  o->ce_weight = NULL;
+  o->bias = NULL;
+  o->grad_output = NULL;
+  o->token_scaling = 0;
+}
