@@ -131,17 +131,8 @@ int main(int argc, char **argv) {
             }
             copy_bwd_args cb = {{p.dc, p.a, p.da, bytes, threads}, {p.b, NULL, p.db, bytes, threads}};
             bench_copy_args cf = {p.a, p.b, p.c, bytes, threads};
-            bench_fn fns[2] = {mode ? ubgen_bwd : ubgen_fwd, mode ? copy_bwd : bench_copy2};
-            void *args[2] = {&p, mode ? (void *)&cb : (void *)&cf};
-            double *times[2];
-            for (int f = 0; f < 2; f++) times[f] = malloc((size_t)reps * sizeof(double));
-            if (cold) bench_interleaved_cold(fns, args, 2, reps, times);
-            else bench_interleaved(fns, args, 2, reps, 0.05, times);
-            double ratio[64];
-            for (int r = 0; r < reps; r++) ratio[r] = times[1][r] / times[0][r];
-            st_ubg[ti] = bench_percentiles(times[0], reps);
-            st_copy[ti] = bench_percentiles(times[1], reps);
-            frac[ti] = bench_percentiles(ratio, reps);
+            bench_against_copy(mode ? ubgen_bwd : ubgen_fwd, &p, mode ? copy_bwd : bench_copy2, mode ? (void *)&cb : (void *)&cf,
+                               reps, cold, &st_ubg[ti], &st_copy[ti], &frac[ti]);
             xs[ti] = (double)rows;
             const double moved = (double)bytes * (mode ? 5 : 3);
             printf("%-6s %-4s %-4s %5lld %10.3f %10.3f %10.1f %10.1f %7.0f%%  (%s)\n", kernel ? "geglu" : "swiglu",
@@ -154,7 +145,6 @@ int main(int argc, char **argv) {
             }
             bench_stats *to_ms[2] = {&st_ubg[ti], &st_copy[ti]};
             for (int s = 0; s < 2; s++) to_ms[s]->p20 *= 1e3, to_ms[s]->p50 *= 1e3, to_ms[s]->p80 *= 1e3;
-            for (int f = 0; f < 2; f++) free(times[f]);
             free(p.a), free(p.b), free(p.dc), free(p.c), free(p.da), free(p.db);
           }
           char extra[160];

@@ -110,17 +110,8 @@ int main(int argc, char **argv) {
           ubgen_fwd(&p); /* mean and rstd for the backward */
           if (!cold && !mode) check(&p);
           bench_copy_args cf = {p.x, NULL, p.y, bytes, threads}, cb = {p.dy, p.x, p.dx, bytes, threads};
-          bench_fn fns[2] = {mode ? ubgen_bwd : ubgen_fwd, mode ? bench_copy2 : bench_copy1};
-          void *args[2] = {&p, mode ? &cb : &cf};
-          double *times[2];
-          for (int f = 0; f < 2; f++) times[f] = malloc((size_t)reps * sizeof(double));
-          if (cold) bench_interleaved_cold(fns, args, 2, reps, times);
-          else bench_interleaved(fns, args, 2, reps, 0.05, times);
-          double ratio[64];
-          for (int r = 0; r < reps; r++) ratio[r] = times[1][r] / times[0][r];
-          st_ubg[hi] = bench_percentiles(times[0], reps);
-          st_copy[hi] = bench_percentiles(times[1], reps);
-          frac[hi] = bench_percentiles(ratio, reps);
+          bench_against_copy(mode ? ubgen_bwd : ubgen_fwd, &p, mode ? bench_copy2 : bench_copy1, mode ? (void *)&cb : (void *)&cf,
+                             reps, cold, &st_ubg[hi], &st_copy[hi], &frac[hi]);
           xs[hi] = (double)h;
           const double moved = (double)bytes * (mode ? 3 : 2);
           printf("%-4s %-4s %5lld %10.3f %10.3f %10.1f %10.1f %7.0f%%  (%s)\n", mode ? "bwd" : "fwd",
@@ -133,7 +124,6 @@ int main(int argc, char **argv) {
           }
           bench_stats *to_ms[2] = {&st_ubg[hi], &st_copy[hi]};
           for (int k = 0; k < 2; k++) to_ms[k]->p20 *= 1e3, to_ms[k]->p50 *= 1e3, to_ms[k]->p80 *= 1e3;
-          for (int f = 0; f < 2; f++) free(times[f]);
           free(p.x), free(p.w), free(p.b), free(p.y), free(p.dy), free(p.dx), free(p.dw), free(p.db), free(p.mean);
           free(p.rstd);
         }

@@ -241,3 +241,17 @@ void *bench_uniform(int64_t n, int dtype, uint64_t seed) {
   }
   return p;
 }
+
+void bench_against_copy(bench_fn ubgen, void *ubgen_arg, bench_fn copy, void *copy_arg, int reps, int cold,
+                        bench_stats *ubgen_s, bench_stats *copy_s, bench_stats *fraction) {
+  bench_fn fns[2] = {ubgen, copy};
+  void *args[2] = {ubgen_arg, copy_arg};
+  double t0[64], t1[64], ratio[64], *times[2] = {t0, t1};
+  if (reps > 64) reps = 64;
+  if (cold) bench_interleaved_cold(fns, args, 2, reps, times);
+  else bench_interleaved(fns, args, 2, reps, 0.05, times);
+  for (int r = 0; r < reps; r++) ratio[r] = t1[r] / t0[r];
+  *ubgen_s = bench_percentiles(t0, reps);
+  *copy_s = bench_percentiles(t1, reps);
+  *fraction = bench_percentiles(ratio, reps);
+}

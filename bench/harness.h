@@ -29,6 +29,13 @@ void bench_interleaved(bench_fn *fns, void **args, int nfn, int reps, double min
  * cache, so the call's data comes from DRAM as a fresh tensor would. */
 void bench_interleaved_cold(bench_fn *fns, void **args, int nfn, int reps, double **times);
 
+/* ubgen against a copy of the bytes it moves, interleaved, warm (at least
+ * 50 ms a repetition) or cold: their times in seconds and ubgen's fraction
+ * of the copy's bandwidth (the copy's time over ubgen's), repetition by
+ * repetition; reps at most 64. */
+void bench_against_copy(bench_fn ubgen, void *ubgen_arg, bench_fn copy, void *copy_arg, int reps, int cold,
+                        bench_stats *ubgen_s, bench_stats *copy_s, bench_stats *fraction);
+
 /* The same bytes a kernel moves, moved by a plain OpenMP loop:
  * dst[i] = src[i] (1 read stream, 1 write) or dst[i] = a[i] ^ b[i]
  * (2 reads, 1 write), over n bytes per stream, on nthreads threads. */

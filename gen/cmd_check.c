@@ -5,6 +5,7 @@
  * the spec says every variant gives the same bits, against the reference
  * variant (the default strategy's choice for the case) bit for bit. A kernel
  * without a reference fails unless --no-reference. Exit 1 on any failure. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,15 +23,19 @@ typedef struct {
   int runs, failures;
 } checker;
 
-static void fail(checker *C, const char *fmt, const char *a, const char *b) {
+static void fail(checker *C, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(checker *C, const char *fmt, ...) {
   cli_progress_done();
-  printf(fmt, a, b);
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
   C->failures++;
 }
 
 /* the variants of one dtype that fit the budget, each compiled now; broken[i]
  * when variant i does not compile */
-static int compile_all(checker *C, const ug_pass *p, int dt, const ug_variant *vs, int nv, int64_t usable, bool *broken,
+static void compile_all(checker *C, const ug_pass *p, int dt, const ug_variant *vs, int nv, int64_t usable, bool *broken,
                        int *nfit) {
   const ug_kernel *k = p->kernel;
   *nfit = 0;
@@ -40,13 +45,10 @@ static int compile_all(checker *C, const ug_pass *p, int dt, const ug_variant *v
     (*nfit)++;
     cli_progress("check %s.%s: compile %d/%d %s", k->name, p->name, i + 1, nv, vs[i].name);
     if (ubg_prepare(C->ctx, k->name, p->name, (ubg_dtype)dt, vs[i].name) != UBG_OK) {
-      char msg[1600];
-      snprintf(msg, sizeof msg, "%s", ubg_ctx_error(C->ctx));
-      fail(C, "FAIL %s: %s\n", vs[i].name, msg);
+      fail(C, "FAIL %s: %s\n", vs[i].name, ubg_ctx_error(C->ctx));
       broken[i] = true;
     }
   }
-  return 0;
 }
 
 /* one case at one dtype: the reference variant first, then every other one */
@@ -106,9 +108,7 @@ static int check_case(checker *C, const ug_pass *p, int dt, const ug_variant *vs
       if (ck_call_save(&call, saved) < 0) goto free_call;
       base = order[j];
     } else if (p->bitwise && ck_call_same_bits(&call, saved, msg, sizeof msg) != 0) {
-      char m2[3300];
-      snprintf(m2, sizeof m2, "%s (%s), but the spec says every variant gives the same bits", msg, vs[base].name);
-      fail(C, "FAIL %s: %s\n", head, m2);
+      fail(C, "FAIL %s: %s (%s), but the spec says every variant gives the same bits\n", head, msg, vs[base].name);
     }
   }
   rc = 0;
@@ -128,11 +128,10 @@ static int check_pass(checker *C, const ug_pass *p) {
   char msg[1600];
   int has = ck_reference(p, C->shipped, &ref, msg, sizeof msg);
   if (has < 0) {
-    fail(C, "FAIL %s.%s: ", k->name, p->name);
-    printf("%s\n", msg);
+    fail(C, "FAIL %s.%s: %s\n", k->name, p->name, msg);
   } else if (has == 1 && !C->o->no_reference) {
-    fail(C, "FAIL %s.%s: no reference: ", k->name, p->name);
-    printf("%s; or run with --no-reference to check the variants only against each other\n", msg);
+    fail(C, "FAIL %s.%s: no reference: %s; or run with --no-reference to check the variants only against each other\n",
+         k->name, p->name, msg);
   }
   if (!p->ncases) printf("%s.%s: no \"check\" section in the spec: variants compiled, none run\n", k->name, p->name);
   int64_t usable = ug_budget_usable(&C->o->budget, k);
@@ -147,7 +146,8 @@ static int check_pass(checker *C, const ug_pass *p) {
       return -1;
     }
     bool *broken = calloc((size_t)nv + 1, sizeof *broken);
-    int rc = broken ? compile_all(C, p, dt, vs, nv, usable, broken, &nfit) : -1;
+    int rc = broken ? 0 : -1;
+    if (broken) compile_all(C, p, dt, vs, nv, usable, broken, &nfit);
     for (int c = 0; c < p->ncases && rc == 0; c++) rc = check_case(C, p, dt, vs, nv, broken, usable, ref, c);
     if (rc == 0) variants += nfit, over += nv - nfit;
     free(broken);

@@ -337,13 +337,12 @@ typedef struct {
   int version_ok;
   int bad_entry; /* the first entry of the wrong shape, -1 none */
   char bad_why[300];
-  int n;
 } db_state;
 
 /* an entry checked as the jansson-based reader did: every field present and
  * of its type, a known dtype, a shape object of integer values */
-static bool entry_done(db_state *st, entry_state *s, int idx) {
-  if (st->bad_entry >= 0) return true;
+static void entry_done(db_state *st, entry_state *s, int idx) {
+  if (st->bad_entry >= 0) return;
   const char *why = s->bad[0] ? s->bad : NULL;
   char missing[96];
   for (int k = 0; k < NFIELDS && !why; k++)
@@ -354,9 +353,7 @@ static bool entry_done(db_state *st, entry_state *s, int idx) {
   if (why) {
     st->bad_entry = idx;
     snprintf(st->bad_why, sizeof st->bad_why, "entries[%d]: %s", idx, why);
-    return true;
   }
-  return true;
 }
 
 static bool root_member(reader *r, const char *key, bool fits, void *arg) {
@@ -404,7 +401,7 @@ static bool root_member(reader *r, const char *key, bool fits, void *arg) {
 
 int ug_tunedb_parse(const char *text, size_t len, ug_tunedb *db, char *why, size_t nwhy) {
   reader r = {text, text, text + len, why, nwhy, false};
-  db_state st = {db, false, false, 0, -1, "", 0};
+  db_state st = {db, false, false, 0, -1, ""};
   why[0] = '\0';
   bool ok = object(&r, root_member, &st, "a tuning DB");
   blank(&r);

@@ -49,6 +49,17 @@ void ubg_ctx_destroy(ubg_ctx *ctx) {
   free(ctx);
 }
 
+/* variant `name` of rp in dtype (-1: any dtype): its dtype and index, or -1 */
+static int find_variant(const rt_pass *rp, int dtype, const char *name, int *dt_out) {
+  for (int dt = dtype < 0 ? 0 : dtype; dt < (dtype < 0 ? UG_NDTYPES : dtype + 1); dt++)
+    for (int i = 0; i < rp->nvariants[dt]; i++)
+      if (!strcmp(rp->variants[dt][i].name, name)) {
+        *dt_out = dt;
+        return i;
+      }
+  return -1;
+}
+
 ubg_status ubg_set_variant(ubg_ctx *ctx, const char *kernel, const char *pass, const char *variant) {
   if (!ctx) return rt_fail(NULL, UBG_EINVAL, "ubg_set_variant: ctx is NULL");
   rt_pass *rp;
@@ -60,23 +71,21 @@ ubg_status ubg_set_variant(ubg_ctx *ctx, const char *kernel, const char *pass, c
     pthread_mutex_unlock(&ctx->lock);
     return UBG_OK;
   }
-  for (int dt = 0; dt < UG_NDTYPES; dt++) {
-    for (int i = 0; i < rp->nvariants[dt]; i++) {
-      const ug_variant *v = &rp->variants[dt][i];
-      if (strcmp(v->name, variant) != 0) continue;
-      int64_t usable = ug_budget_usable(&ctx->budget, rp->pass->kernel);
-      if (v->footprint > usable)
-        return rt_fail(ctx, UBG_EUB, "variant %s needs %lld bytes of UB; the budget allows %lld (%lld bytes x %.2f)",
-                       v->name, (long long)v->footprint, (long long)usable, (long long)ctx->ub_bytes,
-                       ug_budget_margin(&ctx->budget, rp->pass->kernel));
-      pthread_mutex_lock(&ctx->lock);
-      rp->forced[dt] = i;
-      pthread_mutex_unlock(&ctx->lock);
-      return UBG_OK;
-    }
+  int dt, i = find_variant(rp, -1, variant, &dt);
+  if (i >= 0) {
+    const ug_variant *v = &rp->variants[dt][i];
+    int64_t usable = ug_budget_usable(&ctx->budget, rp->pass->kernel);
+    if (v->footprint > usable)
+      return rt_fail(ctx, UBG_EUB, "variant %s needs %lld bytes of UB; the budget allows %lld (%lld bytes x %.2f)",
+                     v->name, (long long)v->footprint, (long long)usable, (long long)ctx->ub_bytes,
+                     ug_budget_margin(&ctx->budget, rp->pass->kernel));
+    pthread_mutex_lock(&ctx->lock);
+    rp->forced[dt] = i;
+    pthread_mutex_unlock(&ctx->lock);
+    return UBG_OK;
   }
   const char *example = "";
-  for (int dt = 0; dt < UG_NDTYPES && !*example; dt++)
+  for (dt = 0; dt < UG_NDTYPES && !*example; dt++)
     if (rp->nvariants[dt]) example = rp->variants[dt][0].name;
   return rt_fail(ctx, UBG_ENOTFOUND, "%s.%s has no variant \"%.160s\" (names look like %s; `ubgen list` lists them)",
                  kernel, pass, variant, example);
@@ -90,21 +99,25 @@ ubg_status ubg_prepare(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_d
   if (s) return s;
   if (!rp->pass->dtypes[dtype])
     return rt_fail(ctx, UBG_EINVAL, "%s.%s has no %s variants", kernel, pass, ug_dtype_name((int)dtype));
+  /* one variant, or every one that fits */
+  int first = 0, last = rp->nvariants[dtype], dt;
+  if (variant) {
+    first = find_variant(rp, (int)dtype, variant, &dt);
+    if (first < 0)
+      return rt_fail(ctx, UBG_ENOTFOUND, "%s.%s has no %s variant \"%.160s\" (`ubgen list --kernel %s` lists them)",
+                     kernel, pass, ug_dtype_name((int)dtype), variant, kernel);
+    last = first + 1;
+  }
   int64_t usable = ug_budget_usable(&ctx->budget, rp->pass->kernel);
-  int found = 0;
-  for (int i = 0; i < rp->nvariants[dtype]; i++) {
+  for (int i = first; i < last; i++) {
     const ug_variant *v = &rp->variants[dtype][i];
-    if (variant ? strcmp(v->name, variant) != 0 : v->footprint > usable) continue;
-    found = 1;
+    if (!variant && v->footprint > usable) continue;
     ubg_kernel_fn fn;
     int ran;
     if ((s = rt_kernel_fn(ctx, rp, (int)dtype, i, &fn, &ran)) != UBG_OK) return s;
-    char last[200];
-    snprintf(last, sizeof last, "%s@%s", v->name, rt_backend_name(ran));
-    rt_set_last_variant(ctx, last);
+    char last_name[200];
+    snprintf(last_name, sizeof last_name, "%s@%s", v->name, rt_backend_name(ran));
+    rt_set_last_variant(ctx, last_name);
   }
-  if (!found && variant)
-    return rt_fail(ctx, UBG_ENOTFOUND, "%s.%s has no %s variant \"%.160s\" (`ubgen list --kernel %s` lists them)", kernel,
-                   pass, ug_dtype_name((int)dtype), variant, kernel);
   return UBG_OK;
 }

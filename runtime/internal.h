@@ -187,6 +187,13 @@ UBG_HIDDEN void rt_flce_scratch_sizes(ubg_dtype dtype, int64_t chunk, int64_t hi
 /* ---- launch ---- */
 UBG_HIDDEN ubg_status rt_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype,
                                 const ubg_arg *args, size_t nargs);
+/* a typed entry point's arguments (runtime/op_*.c): a tensor, an int, a float
+ * by name; LAUNCH runs kernel.pass with them for the entry's ctx and dtype */
+#define T_ARG(n, ptr) {n, UBG_ARG_PTR, {.p = (void *)(ptr)}}
+#define I_ARG(n, v) {n, UBG_ARG_I64, {.i = (v)}}
+#define F_ARG(n, v) {n, UBG_ARG_F64, {.f = (v)}}
+#define LAUNCH(kernel, pass, args) rt_launch(ctx, kernel, pass, dtype, args, sizeof args / sizeof args[0])
+
 /* rt_launch with the byte sizes of the callers' buffers (ubg_launch_sized) */
 UBG_HIDDEN ubg_status rt_launch_sized(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype,
                                       const ubg_arg *args, size_t nargs, const int64_t *nbytes);

@@ -6,6 +6,7 @@
  * is compiled with -nostdlib: the few libm functions the prelude declares
  * are handed over explicitly, nothing else is looked up in the host. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,39 +71,55 @@ static void source_line(const char *src, long line, char *out, size_t n) {
 #define RELOCATE(s) tcc_relocate((s))
 #endif
 
+/* src compiled in memory and relocated, under tcc_lock: freestanding, with
+ * the includes dirs[0, ndirs), the kernels' libm and vector operations when
+ * for_kernels, and the symbols syms (NULL-name ended, may be NULL); NULL
+ * with m holding tcc's messages when it fails */
+static TCCState *compile_locked(const char *src, const char *const *dirs, int ndirs, bool for_kernels,
+                                const rt_tcc_symbol *syms, messages *m) {
+  TCCState *s = tcc_new();
+  if (!s) {
+    on_error(m, "cannot create a compiler state");
+    return NULL;
+  }
+  tcc_set_error_func(s, m, on_error);
+  tcc_set_options(s, "-nostdinc -nostdlib");
+  tcc_set_output_type(s, TCC_OUTPUT_MEMORY);
+  for (int i = 0; i < ndirs; i++)
+    if (dirs[i] && dirs[i][0]) tcc_add_include_path(s, dirs[i]);
+  if (for_kernels) {
+    tcc_add_symbol(s, "sqrtf", (const void *)sqrtf);
+    tcc_add_symbol(s, "expf", (const void *)expf);
+    tcc_add_symbol(s, "logf", (const void *)logf);
+    tcc_add_symbol(s, "tanhf", (const void *)tanhf);
+    tcc_add_symbol(s, "fmaf", (const void *)fmaf);
+    for (const ubg_vop_symbol *v = ubg_vop_symbols; v->name; v++) tcc_add_symbol(s, v->name, v->fn);
+  }
+  for (const rt_tcc_symbol *y = syms; y && y->name; y++) tcc_add_symbol(s, y->name, y->addr);
+  if (tcc_compile_string(s, src) < 0 || RELOCATE(s) < 0) {
+    tcc_delete(s);
+    return NULL;
+  }
+  return s;
+}
+
 ubg_status rt_tcc_compile(ubg_ctx *ctx, const char *name, const char *src, ubg_kernel_fn *fn, void **state) {
   messages m = {{0}, 0};
   *fn = NULL;
   *state = NULL;
   pthread_mutex_lock(&tcc_lock);
-  TCCState *s = tcc_new();
-  ubg_status st = UBG_OK;
-  if (!s) {
-    pthread_mutex_unlock(&tcc_lock);
-    return rt_fail(ctx, UBG_ENOMEM, "tcc: cannot create a compiler state for %s", name);
-  }
-  tcc_set_error_func(s, &m, on_error);
-  tcc_set_options(s, "-nostdinc -nostdlib");
-  tcc_set_output_type(s, TCC_OUTPUT_MEMORY);
-  tcc_add_symbol(s, "sqrtf", (const void *)sqrtf);
-  tcc_add_symbol(s, "expf", (const void *)expf);
-  tcc_add_symbol(s, "logf", (const void *)logf);
-  tcc_add_symbol(s, "tanhf", (const void *)tanhf);
-  tcc_add_symbol(s, "fmaf", (const void *)fmaf);
-  for (const ubg_vop_symbol *v = ubg_vop_symbols; v->name; v++) tcc_add_symbol(s, v->name, v->fn);
-  if (tcc_compile_string(s, src) < 0 || RELOCATE(s) < 0) {
-    st = UBG_ECOMPILE;
-  } else {
+  TCCState *s = compile_locked(src, NULL, 0, true, NULL, &m);
+  if (s) {
     *fn = (ubg_kernel_fn)tcc_get_symbol(s, name);
     if (!*fn) {
-      st = UBG_ECOMPILE;
       on_error(&m, "the kernel function is not defined by the source");
+      tcc_delete(s);
+      s = NULL;
     }
   }
-  if (st != UBG_OK) tcc_delete(s);
-  else *state = s;
+  *state = s;
   pthread_mutex_unlock(&tcc_lock);
-  if (st == UBG_OK) return UBG_OK;
+  if (s) return UBG_OK;
   /* tcc says "<string>:LINE: error: ..."; show that line of the source */
   char line_text[200] = "";
   const char *colon = strstr(m.text, "<string>:");
@@ -122,21 +139,7 @@ void *rt_tcc_unit_compile(const char *src, const char *const *include_dirs, int 
                           char *err, size_t nerr) {
   messages m = {{0}, 0};
   pthread_mutex_lock(&tcc_lock);
-  TCCState *s = tcc_new();
-  if (s) {
-    tcc_set_error_func(s, &m, on_error);
-    tcc_set_options(s, "-nostdinc -nostdlib");
-    tcc_set_output_type(s, TCC_OUTPUT_MEMORY);
-    for (int i = 0; i < ndirs; i++)
-      if (include_dirs[i] && include_dirs[i][0]) tcc_add_include_path(s, include_dirs[i]);
-    for (const rt_tcc_symbol *y = syms; y && y->name; y++) tcc_add_symbol(s, y->name, y->addr);
-    if (tcc_compile_string(s, src) < 0 || RELOCATE(s) < 0) {
-      tcc_delete(s);
-      s = NULL;
-    }
-  } else {
-    on_error(&m, "cannot create a compiler state");
-  }
+  TCCState *s = compile_locked(src, include_dirs, ndirs, false, syms, &m);
   pthread_mutex_unlock(&tcc_lock);
   if (!s) snprintf(err, nerr, "%s", m.text[0] ? m.text : "tcc failed");
   return s;

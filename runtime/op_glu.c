@@ -3,11 +3,6 @@
  * ubg_launch's path. */
 #include "internal.h"
 
-#define T_ARG(n, ptr) {n, UBG_ARG_PTR, {.p = (void *)(ptr)}}
-#define I_ARG(n, v) {n, UBG_ARG_I64, {.i = (v)}}
-#define F_ARG(n, v) {n, UBG_ARG_F64, {.f = (v)}}
-#define LAUNCH(kernel, pass, args) rt_launch(ctx, kernel, pass, dtype, args, sizeof args / sizeof args[0])
-
 ubg_status ubg_swiglu_fwd(ubg_ctx *ctx, ubg_dtype dtype, int64_t rows, int64_t cols, const void *a, const void *b,
                           float gate_multiplier, float down_multiplier, void *c) {
   if (!ctx) return rt_fail(NULL, UBG_EINVAL, "ubg_swiglu_fwd: ctx is NULL");
