@@ -44,15 +44,15 @@ else ifneq ($(BLAS),)
 $(error BLAS=$(BLAS): the only optional BLAS is openblas)
 endif
 
-GEN_CORE := diag strbuf json_loc expr spec_names spec_json spec_exprs spec_sections spec_load point ubplan variant render source emit fsutil specset bind strategy tunedb_index tunedb_read tunedb tuned
+GEN_LIB  := diag strbuf json_loc expr spec_names spec_json spec_exprs spec_sections spec_load point ubplan variant render source emit fsutil specset bind strategy tunedb_index tunedb_read tunedb tuned
 GEN_CLI  := cli cmd_list cmd_plan plan_flce cmd_emit emit_tuned cmd_check cmd_tune cmd_tune_merge tune_timing tune_flce tune_svg shape_arg check_run check_ref
 # the typed entry points (runtime/op_*.c) are found, so a kernel's wrapper is one new file
-RUNTIME  := messages config registry kernels pools grid ctx launch jit jit_tcc jit_gcc datadir vops ce_rows \
+RUNTIME  := messages config registry kernels pools grid ctx launch jit jit_tcc jit_gcc datadir ce_rows \
   $(patsubst runtime/%.c,%,$(wildcard runtime/op_*.c))
 
-GEN_OBJS := $(GEN_CORE:%=$(BUILD)/obj/gen/%.o)
-CLI_OBJS := $(GEN_CLI:%=$(BUILD)/obj/gen/%.o)
-RT_OBJS  := $(RUNTIME:%=$(BUILD)/obj/runtime/%.o)
+GEN_OBJS := $(GEN_LIB:%=$(BUILD)/obj/gen/lib/%.o)
+CLI_OBJS := $(GEN_CLI:%=$(BUILD)/obj/gen/cli/%.o)
+RT_OBJS  := $(RUNTIME:%=$(BUILD)/obj/runtime/%.o) $(BUILD)/obj/templates/vops.o
 # libtcc inside libubgen.so: Debian's libtcc.a is position-independent code
 # but for PC-relative loads of glibc's stdout, stderr and environ, which a
 # shared object cannot resolve; in this copy they load pointers that
@@ -63,8 +63,8 @@ REF_SRCS := $(wildcard tests/ref/*.c)
 REF_OBJS := $(REF_SRCS:tests/ref/%.c=$(BUILD)/obj/ref/%.o)
 SPECS    := $(wildcard specs/*.json)
 SPEC_REFS := $(wildcard specs/*_ref.c)
-TEMPLATES := $(wildcard templates/*)
-HEADERS  := $(wildcard gen/*.h runtime/*.h runtime/include/*.h templates/*.h tests/ref/*.h tests/*.h)
+TEMPLATES := $(filter-out templates/vops.c,$(wildcard templates/*))
+HEADERS  := $(wildcard gen/lib/*.h gen/cli/*.h runtime/*.h runtime/include/*.h templates/*.h tests/ref/*.h tests/*.h)
 
 BOOT := $(BUILD)/boot/ubgen-boot
 UBGEN := $(BUILD)/bin/ubgen
@@ -95,7 +95,7 @@ $(BUILD)/blas-$(BLAS).flag:
 	@rm -f $(BUILD)/blas-*.flag
 	@touch $@
 # the vector operations tcc kernels call: the kernels' flags, not the library's
-$(BUILD)/obj/runtime/vops.o: runtime/vops.c $(HEADERS)
+$(BUILD)/obj/templates/vops.o: templates/vops.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(KFLAGS) -c $< -o $@
 $(LIBTCC_SO): $(LIBTCC_A)
@@ -105,16 +105,16 @@ $(LIBTCC_SO): $(LIBTCC_A)
 $(BUILD)/obj/ref/%.o: tests/ref/%.c $(HEADERS) $(SPEC_REFS) $(wildcard tests/specs/*_ref.c)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $(CFLAGS) -Itemplates -c $< -o $@
-$(BUILD)/obj/gen/ubgen.o: gen/ubgen.c $(HEADERS)
+$(BUILD)/obj/gen/cli/ubgen.o: gen/cli/ubgen.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(LIBFLAGS) $(CFLAGS) -c $< -o $@
-$(BUILD)/obj/boot/ubgen.o: gen/ubgen.c $(HEADERS)
+$(BUILD)/obj/boot/ubgen.o: gen/cli/ubgen.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(LIBFLAGS) $(CFLAGS) -DUBGEN_BOOT -c $< -o $@
 
 # the generator alone, to emit the kernels the library is built from
-$(BOOT): $(GEN_OBJS) $(BUILD)/obj/gen/cli.o $(BUILD)/obj/gen/cmd_list.o $(BUILD)/obj/gen/cmd_plan.o \
-         $(BUILD)/obj/gen/cmd_emit.o $(BUILD)/obj/gen/emit_tuned.o $(BUILD)/obj/gen/shape_arg.o $(BUILD)/obj/boot/ubgen.o
+BOOT_CLI := cli cmd_list cmd_plan cmd_emit emit_tuned shape_arg
+$(BOOT): $(GEN_OBJS) $(BOOT_CLI:%=$(BUILD)/obj/gen/cli/%.o) $(BUILD)/obj/boot/ubgen.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fopenmp $^ $(LDLIBS) -o $@
 
@@ -139,9 +139,9 @@ $(LIB_SO): $(RT_OBJS) $(GEN_OBJS) $(KLIST) $(LIBTCC_SO) mk/libubgen.map
 	$(CC) -shared -fopenmp -Wl,-soname,libubgen.so -Wl,--version-script=mk/libubgen.map -o $@ $(RT_OBJS) \
 	  $(GEN_OBJS) $$(cat $(KLIST)) $(LIBTCC_SO) $(filter-out -ltcc,$(LDLIBS))
 
-$(UBGEN): $(CLI_OBJS) $(BUILD)/obj/gen/ubgen.o $(LIB_A)
+$(UBGEN): $(CLI_OBJS) $(BUILD)/obj/gen/cli/ubgen.o $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -fopenmp $(CLI_OBJS) $(BUILD)/obj/gen/ubgen.o $(LIB_A) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -fopenmp $(CLI_OBJS) $(BUILD)/obj/gen/cli/ubgen.o $(LIB_A) $(LDLIBS) -o $@
 
 # ---- tests -------------------------------------------------------------------
 include mk/tests.mk

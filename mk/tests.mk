@@ -32,7 +32,7 @@ $(BUILD)/tests/%: tests/%.c $(REF_OBJS) $(TKLIST) $(LIB_A) $(HEADERS)
 # A library built with UBGEN_AOT=0 (no built-in kernels) must serve every
 # op through the JIT: built beside the main one, checked by its own test.
 NOAOT := $(BUILD)/noaot
-$(NOAOT)/lib/libubgen.a: $(SPECS) $(TEMPLATES) $(wildcard gen/*.c runtime/*.c) $(HEADERS)
+$(NOAOT)/lib/libubgen.a: $(SPECS) $(TEMPLATES) $(wildcard gen/*/*.c runtime/*.c templates/*.c) $(HEADERS)
 	$(MAKE) BUILD=$(NOAOT) UBGEN_AOT=0 $(NOAOT)/lib/libubgen.a
 $(BUILD)/tests/noaot_test: tests/noaot/test_noaot.c $(NOAOT)/lib/libubgen.a $(REF_OBJS)
 	@mkdir -p $(@D)

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../gen/tuned.h"
+#include "../gen/lib/tuned.h"
 #include "internal.h"
 
 static ubg_status env_int(const char *name, long lo, long hi, long *out, bool *set) {

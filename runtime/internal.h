@@ -17,10 +17,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../gen/spec.h"
-#include "../gen/tunedb.h"
-#include "../gen/ubplan.h"
-#include "../gen/variant.h"
+#include "../gen/lib/spec.h"
+#include "../gen/lib/tunedb.h"
+#include "../gen/lib/ubplan.h"
+#include "../gen/lib/variant.h"
 #include "include/ubgen.h"
 #include "ubgen_aot.h"
 

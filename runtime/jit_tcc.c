@@ -13,7 +13,7 @@
 
 #include "internal.h"
 #include "tcc_unit.h"
-#include "vops.h"
+#include "../templates/vops.h"
 
 #include <libtcc.h>
 

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gen/bind.h"
-#include "../gen/strategy.h"
-#include "../gen/tuned.h"
+#include "../gen/lib/bind.h"
+#include "../gen/lib/strategy.h"
+#include "../gen/lib/tuned.h"
 #include "../templates/prelude.h"
 #include "internal.h"
 

@@ -336,12 +336,9 @@ UBG_INLINE ubg_i64 ubg_v_store_f16_row(void *dst, ubg_i64 i0, const float *src, 
 }
 #endif
 
-/* ---- moving bytes -----------------------------------------------------------
- * ubg_copy: dst[0, n) = src[0, n) (bytes, no overlap); ubg_zero: dst = 0.
- * stream: dst bypasses the caches in whole 64-byte lines (an output
- * larger than the caches that nobody reads back soon; saves reading each
- * line before writing it); the stage must end with UBG_SFENCE(). For tcc
- * these are library calls (runtime/vops.c), gcc inlines them. */
+/* ---- moving bytes, for gcc ----------------------------------------------------
+ * The bodies of tile_calls.h's ubg_copy and ubg_zero under gcc, and of the
+ * library calls tcc kernels make for them (templates/vops.c). */
 #if defined(__GNUC__) && !defined(__TINYC__) && defined(__SSE2__)
 /* 64 bytes at d (64-byte aligned) bypassing the caches, from s or (s NULL)
  * zeros: whole lines, so the write-combining buffer is flushed full */
@@ -374,47 +371,7 @@ UBG_INLINE void ubg_move(ubg_u8 *d, const ubg_u8 *s, ubg_i64 n, int stream) {
     else __builtin_memset(d + k, 0, (unsigned long)(n - k));
   }
 }
-UBG_INLINE void ubg_copy(void *dst, const void *src, ubg_i64 n, int stream) {
-  ubg_move((ubg_u8 *)dst, (const ubg_u8 *)src, n, stream);
-}
-UBG_INLINE void ubg_zero(void *dst, ubg_i64 n, int stream) { ubg_move((ubg_u8 *)dst, 0, n, stream); }
-#elif defined(__TINYC__)
-void ubg_vop_copy_bytes(void *dst, const void *src, ubg_i64 n, int stream);
-void ubg_vop_zero_bytes(void *dst, ubg_i64 n, int stream);
-#define ubg_copy(d, s, n, stream) ubg_vop_copy_bytes((d), (s), (n), (stream))
-#define ubg_zero(d, n, stream) ubg_vop_zero_bytes((d), (n), (stream))
-#else
-UBG_INLINE void ubg_copy(void *dst, const void *src, ubg_i64 n, int stream) {
-  ubg_i64 k;
-  (void)stream;
-  for (k = 0; k < n; k++) ((ubg_u8 *)dst)[k] = ((const ubg_u8 *)src)[k];
-}
-UBG_INLINE void ubg_zero(void *dst, ubg_i64 n, int stream) {
-  ubg_i64 k;
-  (void)stream;
-  for (k = 0; k < n; k++) ((ubg_u8 *)dst)[k] = 0;
-}
 #endif
-
-/* ---- vector operations over UB tiles, for tcc (runtime/vops.c) -----------
- * tcc inlines nothing and has no vector code: its kernels call these, which
- * gcc compiled into the library, once per tile or chunk. Each gives the bits
- * of the scalar loop it replaces; dtype is 0 f32, 1 f16, 2 bf16. */
-void ubg_vop_load(float *dst, const void *src, ubg_i64 i0, ubg_i64 n, int dtype);   /* dst = src[i0 + k] */
-void ubg_vop_store(void *dst, ubg_i64 i0, const float *src, ubg_i64 n, int dtype, int stream);
-void ubg_vop_rnd(float *dst, const float *src, ubg_i64 n, int dtype);               /* rnd() */
-void ubg_vop_muls(float *dst, const float *a, float s, ubg_i64 n);                  /* a * s */
-void ubg_vop_mul(float *dst, const float *a, const float *b, ubg_i64 n);            /* a * b */
-void ubg_vop_adds(float *dst, const float *a, float s, ubg_i64 n);                  /* s + a */
-void ubg_vop_add(float *dst, const float *a, const float *b, ubg_i64 n);            /* a + b */
-void ubg_vop_axpby(float *dst, float alpha, const float *x, float beta, const float *y, ubg_i64 n);
-void ubg_vop_mac(float *acc, const float *a, const float *b, ubg_i64 n);            /* acc += a * b */
-void ubg_vop_fmas(float *dst, const float *x, float s, const float *y, ubg_i64 n);  /* fmaf(s, x, y) */
-void ubg_vop_fill(float *dst, float v, ubg_i64 n);
-void ubg_vop_copy(float *dst, const float *src, ubg_i64 n);
-void ubg_vop_lanes_dot(float *acc, const float *a, const float *b, ubg_i64 n);      /* ubg_lanes_dot */
-void ubg_vop_lanes_fma(float *acc, const float *a, const float *b, ubg_i64 n);      /* acc[l] = fmaf(a, b, acc[l]) */
-enum { UBG_VCHUNK = 256 }; /* elements per chunk where a tcc path stages data */
 
 /* Asks for bytes [0, n) of p to be brought into cache, to read (or, _w, to
  * write): the CPU's version of an NPU kernel loading its next tile into a

@@ -1,0 +1,72 @@
+/* Shared pieces of the `ubgen` commands (docs/cli.md): option parsing, spec
+ * loading, messages. Exit codes: 0 success, 1 a check or run failed, 2 bad
+ * usage or bad input. */
+#ifndef CLI_CLI_H
+#define CLI_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../lib/specset.h"
+#include "../lib/ubplan.h"
+#include "../lib/variant.h"
+
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
+enum { CLI_MAX_LIST = 32 };
+
+typedef struct {
+  const char *cmd;
+  const char *specs_dirs[CLI_MAX_LIST];
+  int nspecs_dirs;
+  ug_budget budget;
+  bool ub_set;
+  bool json;
+  const char *kernels[CLI_MAX_LIST];
+  int nkernels;
+  bool dtypes[UG_NDTYPES];
+  bool dtype_set;
+  const char *dtype_args[2]; /* the first two --dtype values as given */
+  int ndtype_args;           /* how many --dtype were given */
+  const char *shape;
+  const char *out;
+  const char *registry;
+  const char *tuned;
+  const char *db; /* --db FILE: the tuning DB */
+  int reps;       /* --reps N (0: the command's default) */
+  const char *svg; /* --svg FILE */
+  const char *backend;
+  int shard_i, shard_n; /* --shard i/n: this run does part i (1-based) of n; 0 without */
+  bool self_register;
+  bool no_kernels;
+  bool no_reference; /* check, tune: verify a kernel without a reference (variants against each other only) */
+  const char *target; /* KERNEL.PASS or all */
+  int verbose;
+  char data_dir[4096];
+} cli_opts;
+
+/* Option names a command accepts, e.g. "specs ub json kernel dtype". */
+int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool takes_target, cli_opts *o);
+int cli_load_specs(cli_opts *o, ug_specset *set);
+/* the library reads its own spec path: give it the --specs directories too */
+void cli_export_spec_path(const cli_opts *o);
+/* Splits KERNEL.PASS; prints an error and returns -1 when it names nothing. */
+int cli_find_pass(const ug_specset *set, const char *target, const ug_kernel **k, const ug_pass **p);
+
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_diag(const ug_diag *d);
+/* true when stderr is a terminal (progress lines are shown only then) */
+bool cli_progress_enabled(void);
+void cli_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_progress_done(void);
+
+int cli_cmd_list(int argc, char **argv);
+int cli_cmd_plan(int argc, char **argv);
+int cli_cmd_emit(int argc, char **argv);
+int cli_cmd_check(int argc, char **argv);
+int cli_cmd_tune(int argc, char **argv);
+int cli_cmd_tune_merge(int argc, char **argv); /* ubgen tune merge */
+/* ubgen plan flce.chunk (plan_flce.c), once cli_cmd_plan has parsed the options
+ * and the one dtype; not in the boot generator, which has no runtime */
+int cli_cmd_plan_flce(cli_opts *o, int dtype);
+
+#endif

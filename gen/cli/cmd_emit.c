@@ -1,0 +1,128 @@
+/* ubgen emit --out DIR: the C sources of every variant that fits the
+ * budget, a registry and a header, for gcc at build time. With --tuned DB,
+ * only the tuned variants and the default strategy's choices (emit_tuned.h):
+ * a lean build for a known deployment. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "../lib/emit.h"
+#include "emit_tuned.h"
+
+int cli_cmd_emit(int argc, char **argv) {
+  cli_opts o;
+  if (cli_parse(argc, argv, "emit", "specs ub margin kernel dtype out tuned registry self-register no-kernels", false,
+                &o) < 0)
+    return EXIT_USAGE;
+  if (!o.out) {
+    cli_error("emit: --out DIR is required");
+    return EXIT_USAGE;
+  }
+  ug_tunedb db = {0};
+  cli_tuned_stats ts = {0, 0, 0};
+  if (o.tuned) { /* named on purpose: missing or unusable is an error, not a warning */
+    struct stat sb;
+    char warn[1024];
+    if (lstat(o.tuned, &sb) < 0) {
+      cli_error("emit: --tuned %s: no such file (write one with `ubgen tune ... --db %s`)", o.tuned, o.tuned);
+      return EXIT_USAGE;
+    }
+    int lr = ug_tunedb_load(o.tuned, &db, warn, sizeof warn);
+    if (lr != 0) {
+      cli_error("emit: --tuned %s: unusable, nothing written", lr < 0 ? "out of memory" : warn);
+      return EXIT_USAGE;
+    }
+  }
+  ug_specset set;
+  if (cli_load_specs(&o, &set) < 0) {
+    ug_tunedb_free(&db);
+    return EXIT_USAGE;
+  }
+  int rc = EXIT_USAGE, considered = 0;
+  bool *keep = NULL;
+  ug_variant *all = NULL;
+  int nall = 0, cap = 0;
+  ug_kernel **kernels = calloc((size_t)set.n + 1, sizeof *kernels);
+  int nk = 0;
+  ug_diag d;
+  if (!kernels) goto out;
+  for (int ki = 0; ki < set.n; ki++) {
+    ug_kernel *k = set.k[ki];
+    bool want = o.nkernels == 0;
+    for (int i = 0; i < o.nkernels; i++) want |= !strcmp(o.kernels[i], k->name);
+    if (!want) continue;
+    kernels[nk++] = k;
+    if (o.no_kernels) continue;
+    for (int pi = 0; pi < k->npasses; pi++) {
+      ug_variant *vs;
+      int nv;
+      if (ug_enumerate(&k->passes[pi], -1, &vs, &nv, &d) < 0) {
+        cli_diag(&d);
+        goto out;
+      }
+      if (o.tuned) {
+        free(keep);
+        if (!(keep = calloc((size_t)nv + 1, sizeof *keep))) {
+          free(vs);
+          cli_error("emit: out of memory");
+          goto out;
+        }
+        for (int dt = 0; dt < UG_NDTYPES; dt++) {
+          int first = -1, n = 0; /* the dtype's variants are contiguous in vs */
+          for (int i = 0; i < nv; i++)
+            if (vs[i].pt.dtype == dt) first = first < 0 ? i : first, n++;
+          if (n && cli_tuned_keep(&k->passes[pi], dt, vs + first, n, &db, &o.budget, keep + first, &ts, &d) < 0) {
+            free(vs);
+            cli_diag(&d);
+            goto out;
+          }
+        }
+      }
+      for (int i = 0; i < nv; i++) {
+        if (o.dtype_set && !o.dtypes[vs[i].pt.dtype]) continue;
+        if (!ug_fits(&vs[i], &o.budget)) continue;
+        considered++;
+        if (keep && !keep[i]) continue;
+        if (nall == cap) {
+          cap = cap ? cap * 2 : 256;
+          ug_variant *na = realloc(all, (size_t)cap * sizeof *na);
+          if (!na) {
+            free(vs);
+            cli_error("emit: out of memory");
+            goto out;
+          }
+          all = na;
+        }
+        all[nall++] = vs[i];
+      }
+      free(vs);
+    }
+  }
+  char shipped[4200];
+  snprintf(shipped, sizeof shipped, "%s/templates", o.data_dir);
+  ug_emit_opts eo = {o.out, o.registry, o.self_register, shipped};
+  ug_emit_stats st;
+  if (ug_emit(kernels, nk, all, nall, &eo, &st, &d) < 0) {
+    cli_diag(&d);
+    goto out;
+  }
+  fprintf(stderr, "ubgen emit: %d variants of %d kernels into %s (%d files written, %d unchanged, %d removed)\n", nall,
+          nk, o.out, st.written, st.unchanged, st.removed);
+  if (o.tuned) {
+    fprintf(stderr, "ubgen emit: --tuned %s: %d tuned entries and the default choices kept %d of the %d variants that fit",
+            o.tuned, ts.tuned, nall, considered);
+    if (ts.other_ub) fprintf(stderr, "; %d entries tuned at another UB budget not used", ts.other_ub);
+    if (ts.unknown) fprintf(stderr, "; %d entries naming variants the specs do not have not used", ts.unknown);
+    fprintf(stderr, "\n");
+  }
+  rc = EXIT_OK;
+out:
+  free(keep);
+  ug_tunedb_free(&db);
+  free(all);
+  free(kernels);
+  ug_specset_free(&set);
+  return rc;
+}

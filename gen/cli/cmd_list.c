@@ -1,0 +1,78 @@
+/* ubgen list: every variant of every pass, its UB footprint and whether it
+ * fits the budget. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static bool kernel_selected(const cli_opts *o, const char *name) {
+  if (o->nkernels == 0) return true;
+  for (int i = 0; i < o->nkernels; i++)
+    if (!strcmp(o->kernels[i], name)) return true;
+  return false;
+}
+
+int cli_cmd_list(int argc, char **argv) {
+  cli_opts o;
+  if (cli_parse(argc, argv, "list", "specs ub margin kernel dtype json", false, &o) < 0) return EXIT_USAGE;
+  ug_specset set;
+  if (cli_load_specs(&o, &set) < 0) return EXIT_USAGE;
+  json_t *arr = o.json ? json_array() : NULL;
+  int total = 0, fitting = 0, rc = EXIT_OK;
+  for (int ki = 0; ki < set.n; ki++) {
+    const ug_kernel *k = set.k[ki];
+    if (!kernel_selected(&o, k->name)) continue;
+    int64_t usable = ug_budget_usable(&o.budget, k);
+    for (int pi = 0; pi < k->npasses; pi++) {
+      const ug_pass *p = &k->passes[pi];
+      ug_variant *vs;
+      int nv;
+      ug_diag d;
+      if (ug_enumerate(p, -1, &vs, &nv, &d) < 0) {
+        cli_diag(&d);
+        rc = EXIT_USAGE;
+        goto out;
+      }
+      if (!o.json)
+        printf("%s.%s  (UB %lld bytes x %.2f = %lld usable)\n  %-44s %10s  %s\n", k->name, p->name,
+               (long long)o.budget.ub_bytes, ug_budget_margin(&o.budget, k), (long long)usable, "variant", "footprint",
+               "fits");
+      for (int i = 0; i < nv; i++) {
+        const ug_variant *v = &vs[i];
+        if (o.dtype_set && !o.dtypes[v->pt.dtype]) continue;
+        bool fits = v->footprint <= usable;
+        total++;
+        fitting += fits;
+        if (o.json) {
+          json_t *e = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:b}", "kernel", k->name, "pass", p->name, "variant",
+                                v->name, "dtype", ug_dtype_name(v->pt.dtype), "footprint", (json_int_t)v->footprint,
+                                "usable", (json_int_t)usable, "fits", fits);
+          json_t *axes = json_object();
+          for (int a = 0; a < p->naxes; a++) json_object_set_new(axes, p->axes[a].name, json_integer(v->pt.axis[a]));
+          if (p->has_tiled) json_object_set_new(axes, "tiled", json_boolean(v->pt.tiled > 0));
+          json_object_set_new(e, "axes", axes);
+          json_array_append_new(arr, e);
+        } else {
+          printf("  %-44s %10lld  %s\n", v->name, (long long)v->footprint, fits ? "yes" : "no (over budget)");
+        }
+      }
+      free(vs);
+    }
+  }
+  if (o.json) {
+    json_t *root = json_pack("{s:I, s:o}", "ub_bytes", (json_int_t)o.budget.ub_bytes, "variants", arr);
+    arr = NULL;
+    char *s = json_dumps(root, JSON_INDENT(2));
+    if (s) puts(s);
+    free(s);
+    json_decref(root);
+  } else {
+    printf("%d variants, %d fit the budget\n", total, fitting);
+  }
+out:
+  json_decref(arr);
+  ug_specset_free(&set);
+  return rc;
+}

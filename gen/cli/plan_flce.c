@@ -1,0 +1,252 @@
+/* ubgen plan flce.chunk --dtype D --shape bt=N,hidden=N,vocab=N: what
+ * ubg_flce would do for that call. The rows per chunk and where they come
+ * from (UBGEN_FLCE_CHUNK, else the tuning DB's entry for the call's bucket
+ * and UB budget, else Liger's rule), the GEMM backend, the number of chunks
+ * and the scratch a chunk costs. Not a spec'd pass: the answer is the
+ * runtime's own (rt_flce_choose, rt_flce_scratch_sizes), asked in a context
+ * created as an application would create one with this budget and DB, so
+ * the environment is read as at run time and the two cannot disagree. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../../runtime/internal.h"
+#include "cli.h"
+#include "shape_arg.h"
+#include "../lib/tunedb.h"
+
+static const char *const NAMES[3] = {"bt", "hidden", "vocab"};
+
+/* bt, hidden, vocab from --shape, parsed as `ubgen tune flce.chunk` parses
+ * it (the flce spec's shape args); -1 with a message printed */
+static int parse_shape(cli_opts *o, int64_t v[3]) {
+  if (!o->shape) {
+    cli_error("plan: flce.chunk needs --shape bt=N,hidden=N,vocab=N");
+    return -1;
+  }
+  /* only the three shape names: the passes' other int args mean nothing here */
+  char *copy = strdup(o->shape);
+  if (!copy) return -1;
+  int rc = 0;
+  for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(tok, '=');
+    if (!eq) continue; /* cli_shape_env says what is wrong with it */
+    *eq = '\0';
+    if (strcmp(tok, NAMES[0]) && strcmp(tok, NAMES[1]) && strcmp(tok, NAMES[2])) {
+      cli_error("--shape: flce.chunk has no shape name \"%s\" (its shape is bt,hidden,vocab)", tok);
+      rc = -1;
+    }
+  }
+  free(copy);
+  if (rc) return -1;
+  ug_specset set;
+  if (cli_load_specs(o, &set) < 0) return -1;
+  const ug_kernel *k = ug_specset_find(&set, "flce");
+  int64_t *env = NULL;
+  if (!k) {
+    cli_error("plan: flce.chunk needs the flce spec, which is not loaded");
+    rc = -1;
+  } else {
+    const ug_pass *p = &k->passes[0]; /* every pass has the kernel's shape args */
+    env = calloc((size_t)p->nsyms + 1, sizeof *env);
+    rc = env && cli_shape_env(p, o->shape, env) == 0 ? 0 : -1;
+    for (int i = 0; i < 3 && !rc; i++) {
+      int sym = ug_pass_sym(p, NAMES[i]);
+      if (sym < 0) {
+        cli_error("plan: flce.chunk needs the flce spec's shape arg %s, which %s does not have", NAMES[i], k->path);
+        rc = -1;
+        break;
+      }
+      v[i] = env[sym];
+      if (v[i] < 1) {
+        cli_error("--shape: %s=%lld is below 1 (plan flce.chunk plans a call of at least one row)", NAMES[i],
+                  (long long)v[i]);
+        rc = -1;
+      } else if (i > 0 && v[i] > INT32_MAX) { /* ubg_flce's own limit */
+        cli_error("--shape: %s=%lld is above ubg_flce's limit, 2^31 - 1", NAMES[i], (long long)v[i]);
+        rc = -1;
+      }
+    }
+  }
+  free(env);
+  ug_specset_free(&set);
+  return rc;
+}
+
+/* ceil(a / b) for a >= 0, b >= 1, without forming a + b - 1 */
+static int64_t cdiv(int64_t a, int64_t b) { return a == 0 ? 0 : (a - 1) / b + 1; }
+
+/* why the chunk is not the tuned one (source is not "tuned") */
+static void not_tuned(const ubg_ctx *ctx, const rt_flce_choice *ch, const char *db_path, int db_load,
+                      const char *db_warn, int dtype,
+                      const int64_t bucket_v[3], const char *bucket, char *why, size_t n) {
+  struct stat st;
+  if (!db_path) {
+    snprintf(why, n, "no tuning DB given (--db or UBGEN_TUNING_DB)");
+  } else if (db_load == 1) {
+    snprintf(why, n, "the tuning DB is unusable: %s", db_warn);
+  } else if (!ctx->tunedb.n && stat(db_path, &st) != 0) {
+    snprintf(why, n, "the tuning DB %s does not exist", db_path);
+  } else if (!ch->entry) {
+    int l = snprintf(why, n, "no tuning entry for flce.chunk %s at bucket %s, ub_bytes %lld", ug_dtype_name(dtype),
+                     bucket, (long long)ctx->ub_bytes);
+    /* the usual miss: tuned at another UB budget (--ub) */
+    for (int i = 0; i < ctx->tunedb.n && l > 0 && (size_t)l < n; i++) {
+      const ug_tune_entry *e = &ctx->tunedb.e[i];
+      if (strcmp(e->kernel, "flce") || strcmp(e->pass, "chunk") || e->dtype != dtype || e->nshape != 3) continue;
+      bool same = true;
+      for (int j = 0; j < 3; j++) same = same && !strcmp(e->shape_names[j], NAMES[j]) && e->shape[j] == bucket_v[j];
+      if (same) {
+        snprintf(why + l, n - (size_t)l, " (it has one at ub_bytes %lld: --ub)", (long long)e->ub_bytes);
+        break;
+      }
+    }
+  } else if (ch->entry_chunk < 1) {
+    snprintf(why, n, "the tuning entry for bucket %s names \"%s\", which is not chunk=N or chunk=N,gemm=openblas "
+             "(N in plain decimal, 1 to 2^30)",
+             bucket, ch->entry->variant);
+  } else {
+    snprintf(why, n, "UBGEN_FLCE_CHUNK wins over the tuning DB's %s for bucket %s", ch->entry->variant, bucket);
+  }
+}
+
+int cli_cmd_plan_flce(cli_opts *o, int dtype) {
+  int64_t sh[3];
+  if (parse_shape(o, sh) < 0) return EXIT_USAGE;
+  const int64_t bt = sh[0], hidden = sh[1], vocab = sh[2];
+  /* sizes ubg_flce refuses before it plans (its check_size): x, weight and a
+   * chunk of logits, at most bt rows, must have a byte size */
+  const int64_t es = dtype == UBG_F32 ? 4 : 2;
+  const struct {
+    const char *what;
+    int64_t a, b, es;
+  } sizes[] = {{"x = bt x hidden", bt, hidden, es}, {"weight = vocab x hidden", vocab, hidden, es},
+               {"the logits of bt rows = bt x vocab f32", bt, vocab, 4}};
+  for (int i = 0; i < 3; i++) {
+    int64_t bytes;
+    if (__builtin_mul_overflow(sizes[i].a, sizes[i].b, &bytes) || __builtin_mul_overflow(bytes, sizes[i].es, &bytes) ||
+        bytes > (int64_t)(PTRDIFF_MAX / 4)) {
+      cli_error("--shape %s: %s = %lld x %lld does not fit in memory (ubg_flce refuses the call)", o->shape,
+                sizes[i].what, (long long)sizes[i].a, (long long)sizes[i].b);
+      return EXIT_USAGE;
+    }
+  }
+  /* the tuning DB: --db, else $UBGEN_TUNING_DB, as plan KERNEL.PASS */
+  const char *db_path = o->db ? o->db : getenv("UBGEN_TUNING_DB");
+  int db_load = 0;
+  char db_warn[1024] = "";
+  if (db_path) { /* loaded here for its warning; the context loads it alike */
+    ug_tunedb db;
+    db_load = ug_tunedb_load_here(db_path, &db, db_warn, sizeof db_warn);
+    ug_tunedb_free(&db);
+    if (db_load < 0) {
+      cli_error("plan: out of memory reading %s", db_path);
+      return EXIT_USAGE;
+    }
+    if (db_load == 1) fprintf(stderr, "ubgen: warning: tuning DB %s: ignored\n", db_warn);
+  }
+  ubg_config cfg = {0};
+  cfg.ub_bytes = (size_t)o->budget.ub_bytes;
+  cfg.safety_margin = o->budget.margin;
+  cfg.threads = 1; /* the chunk does not depend on it */
+  cfg.tuning_db = db_path ? db_path : "/nonexistent/ubgen-plan-reads-no-db";
+  ubg_ctx *ctx;
+  if (ubg_ctx_create(&cfg, &ctx) != UBG_OK) { /* e.g. UBGEN_FLCE_CHUNK=abc: ubg_flce's caller gets the same */
+    cli_error("plan: %s", ubg_ctx_error(NULL));
+    return EXIT_USAGE;
+  }
+  rt_flce_choice ch;
+  rt_flce_choose(ctx, (ubg_dtype)dtype, bt, hidden, vocab, &ch);
+  const int64_t rule = rt_flce_chunk_rows(NULL, bt, hidden, vocab);
+
+  const int64_t bucket_v[3] = {ug_tune_bucket(bt), ug_tune_bucket(hidden), ug_tune_bucket(vocab)};
+  char shape[160], bucket[160], why[700], tuned_why[1400] = "";
+  snprintf(shape, sizeof shape, "bt=%lld,hidden=%lld,vocab=%lld", (long long)bt, (long long)hidden, (long long)vocab);
+  snprintf(bucket, sizeof bucket, "bt=%lld,hidden=%lld,vocab=%lld", (long long)bucket_v[0], (long long)bucket_v[1],
+           (long long)bucket_v[2]);
+  const bool tuned = !strcmp(ch.chunk_source, "tuned");
+  if (!tuned) not_tuned(ctx, &ch, db_path, db_load, db_warn, dtype, bucket_v, bucket, tuned_why, sizeof tuned_why);
+  /* the rule's chunk is a power of two unless bt capped it */
+  const bool rule_capped = rule == bt && (bt & (bt - 1)) != 0;
+  if (tuned) {
+    int l = snprintf(why, sizeof why, "tuned for bucket %s: %.1f us against the default %s's %.1f us (%lld candidates)",
+                     bucket, ch.entry->median_us, ch.entry->default_variant, ch.entry->default_median_us,
+                     (long long)ch.entry->candidates);
+    if (ch.entry_chunk > bt && l > 0 && (size_t)l < sizeof why)
+      snprintf(why + l, sizeof why - (size_t)l, "; chunk=%lld, at most bt", (long long)ch.entry_chunk);
+  } else if (!strcmp(ch.chunk_source, "UBGEN_FLCE_CHUNK")) {
+    snprintf(why, sizeof why, "UBGEN_FLCE_CHUNK=%lld%s (Liger's rule would give %lld)", (long long)ctx->flce_chunk,
+             ctx->flce_chunk > bt ? ", at most bt" : "", (long long)rule);
+  } else {
+    snprintf(why, sizeof why,
+             "Liger's rule: next_pow2(ceil(bt / ceil(vocab / hidden))) = next_pow2(ceil(%lld / %lld))%s = %lld",
+             (long long)bt, (long long)cdiv(vocab, hidden), rule_capped ? " capped at bt" : "", (long long)rule);
+  }
+
+  /* the GEMMs */
+  const bool f32 = dtype == UBG_F32, refused = ch.openblas && !rt_have_openblas;
+  char gemm_why[600];
+  if (!strcmp(ch.gemm_source, "UBGEN_FLCE_GEMM")) {
+    int l = snprintf(gemm_why, sizeof gemm_why, "UBGEN_FLCE_GEMM=%s", ctx->flce_openblas ? "openblas" : "generated");
+    if (refused)
+      snprintf(gemm_why + l, sizeof gemm_why - (size_t)l,
+               ", but this build has no OpenBLAS (make BLAS=openblas): ubg_flce refuses the call");
+    else if (ctx->flce_openblas && !f32)
+      snprintf(gemm_why + l, sizeof gemm_why - (size_t)l, ", but OpenBLAS runs f32 only: passes flce.logits, flce.dx and flce.dw");
+    else if (ch.entry_openblas && !ch.openblas)
+      snprintf(gemm_why + l, sizeof gemm_why - (size_t)l, ", over the tuning DB's %s", ch.entry->variant);
+  } else if (!strcmp(ch.gemm_source, "tuned")) {
+    snprintf(gemm_why, sizeof gemm_why, "tuned: the tuning DB's %s for bucket %s", ch.entry->variant, bucket);
+  } else if (ch.entry_openblas) {
+    snprintf(gemm_why, sizeof gemm_why, "the tuning DB's %s, but %s: passes flce.logits, flce.dx and flce.dw", ch.entry->variant,
+             f32 ? "this build has no OpenBLAS (make BLAS=openblas)" : "OpenBLAS runs f32 only");
+  } else {
+    snprintf(gemm_why, sizeof gemm_why, "the default: passes flce.logits, flce.dx and flce.dw");
+  }
+
+  const int64_t nchunks = cdiv(bt, ch.chunk), last = bt - (nchunks - 1) * ch.chunk;
+  /* a MEAN call with dx and dweight, as `ubgen tune flce.chunk` times */
+  rt_flce_scratch sz, sz_z;
+  rt_flce_scratch_sizes((ubg_dtype)dtype, ch.chunk, hidden, vocab, false, false, true, true, &sz);
+  rt_flce_scratch_sizes((ubg_dtype)dtype, ch.chunk, hidden, vocab, false, true, true, true, &sz_z);
+  const size_t chunk_scratch = sz.logits + sz.loss_rows;
+
+  if (o->json) {
+    json_t *root = json_pack(
+        "{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:s, s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+        "kernel", "flce", "pass", "chunk", "dtype", ug_dtype_name(dtype), "shape", shape, "bucket", bucket, "ub_bytes",
+        (json_int_t)ctx->ub_bytes, "chunk", (json_int_t)ch.chunk, "source", ch.chunk_source, "why", why, "rule_chunk",
+        (json_int_t)rule, "gemm", ch.openblas ? "openblas" : "generated", "gemm_source", ch.gemm_source, "gemm_why",
+        gemm_why, "chunks", (json_int_t)nchunks, "last_chunk", (json_int_t)last, "scratch_bytes",
+        (json_int_t)chunk_scratch, "logits_bytes", (json_int_t)sz.logits, "loss_rows_bytes", (json_int_t)sz.loss_rows,
+        "z_loss_rows_bytes", (json_int_t)sz_z.z_rows, "dweight_acc_bytes", (json_int_t)sz.dw_acc, "dbias_acc_bytes",
+        (json_int_t)sz.dbias_acc);
+    if (!tuned) json_object_set_new(root, "not_tuned", json_string(tuned_why));
+    if (ch.entry) json_object_set_new(root, "tuned_variant", json_string(ch.entry->variant));
+    if (refused)
+      json_object_set_new(root, "error", json_string("UBGEN_FLCE_GEMM=openblas, but this build has no OpenBLAS"));
+    char *s = json_dumps(root, JSON_INDENT(2));
+    if (s) puts(s);
+    free(s);
+    json_decref(root);
+  } else {
+    printf("flce.chunk  dtype %s  shape %s\n", ug_dtype_name(dtype), shape);
+    printf("bucket    %s, ub_bytes %lld (the tuning DB's key)\n", bucket, (long long)ctx->ub_bytes);
+    if (tuned) printf("chunk     %lld rows  (tuned)\n", (long long)ch.chunk);
+    else printf("chunk     %lld rows  (%s; not tuned: %s)\n", (long long)ch.chunk, ch.chunk_source, tuned_why);
+    printf("why       %s\n", why);
+    printf("gemm      %s  (%s)\n", ch.openblas ? "openblas" : "generated", gemm_why);
+    printf("chunks    %lld of %lld rows%s", (long long)nchunks, (long long)ch.chunk, last != ch.chunk ? "" : "\n");
+    if (last != ch.chunk) printf(", the last %lld\n", (long long)last);
+    printf("scratch   %zu bytes a chunk: %zu of logits (%lld x %lld f32) + %zu of row losses\n", chunk_scratch,
+           sz.logits, (long long)ch.chunk, (long long)vocab, sz.loss_rows);
+    printf("          (reduction mean or sum; %zu more with z_loss, none with reduction none)\n", sz_z.z_rows);
+    if (sz.dw_acc)
+      printf("          and, whatever the chunk, %zu of f32 dweight accumulator (%zu more with dbias)\n", sz.dw_acc,
+             sz.dbias_acc);
+  }
+  ubg_ctx_destroy(ctx);
+  return refused ? EXIT_FAILED : EXIT_OK;
+}

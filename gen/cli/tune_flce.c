@@ -1,0 +1,251 @@
+#include "tune_flce.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../templates/ubgen_ref.h"
+#include "tune_timing.h"
+#include "../../runtime/include/ubgen.h"
+
+/* Liger's rule, as ubg_flce applies it without a setting (op_flce.c) */
+extern int64_t rt_flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, int64_t vocab);
+
+/* A training step's shape scaled to this machine: one call is 26 GFLOP
+ * (0.15 s here), so a dtype's sweep takes seconds; Liger's rule gives
+ * 16-row chunks at it, as it does for Liger's 4096 x 128256 benchmarks. */
+const cli_flce_shape cli_flce_tune_shapes[] = {{512, 512, 16384}};
+const int cli_flce_ntune_shapes = 1;
+
+enum { MAX_CAND = 24, MAX_CHUNK = 4096 };
+static const double MAX_SCRATCH = 256.0 * 1024 * 1024; /* bytes of logits per chunk */
+
+typedef struct {
+  int64_t chunk;
+  bool openblas;
+  ubg_ctx *ctx;
+  char name[48];
+  bool failed, wrong;
+  char msg[300];
+} flce_cand;
+
+typedef struct {
+  flce_cand *c;
+  int dtype;
+  cli_flce_shape sh;
+  const void *x, *w;
+  const int64_t *t;
+  ubg_flce_opts opts;
+  ubg_flce_out out;
+  int reps, good;
+} flce_run;
+
+static void run_one(void *ud, int c) {
+  flce_run *r = ud;
+  ubg_flce(r->c[c].ctx, (ubg_dtype)r->dtype, r->sh.bt, r->sh.hidden, r->sh.vocab, r->x, r->w, r->t, &r->opts, &r->out);
+}
+
+static void show_round(void *ud, int round) {
+  const flce_run *r = ud;
+  cli_progress("tune flce.chunk %s: round %d/%d, %d candidates", ug_dtype_name(r->dtype), round + 1, r->reps, r->good);
+}
+
+/* a context whose ubg_flce uses this chunk and GEMM backend (the
+ * environment is read at creation and restored after) */
+static ubg_status make_ctx(const cli_opts *o, flce_cand *c) {
+  char chunk[32];
+  snprintf(chunk, sizeof chunk, "%lld", (long long)c->chunk);
+  const char *old_chunk = getenv("UBGEN_FLCE_CHUNK"), *old_gemm = getenv("UBGEN_FLCE_GEMM");
+  char *keep_chunk = old_chunk ? strdup(old_chunk) : NULL, *keep_gemm = old_gemm ? strdup(old_gemm) : NULL;
+  setenv("UBGEN_FLCE_CHUNK", chunk, 1);
+  setenv("UBGEN_FLCE_GEMM", c->openblas ? "openblas" : "generated", 1);
+  ubg_config cfg = {0};
+  cfg.ub_bytes = (size_t)o->budget.ub_bytes;
+  cfg.safety_margin = o->budget.margin;
+  cfg.tuning_db = "/nonexistent/ubgen-tune-reads-no-db";
+  ubg_status s = ubg_ctx_create(&cfg, &c->ctx);
+  if (s) snprintf(c->msg, sizeof c->msg, "%s", ubg_ctx_error(NULL));
+  if (keep_chunk) setenv("UBGEN_FLCE_CHUNK", keep_chunk, 1);
+  else unsetenv("UBGEN_FLCE_CHUNK");
+  if (keep_gemm) setenv("UBGEN_FLCE_GEMM", keep_gemm, 1);
+  else unsetenv("UBGEN_FLCE_GEMM");
+  free(keep_chunk);
+  free(keep_gemm);
+  return s;
+}
+
+/* |got - want| <= atol + rtol |want| everywhere; the first miss into msg */
+static bool close_to(const void *got, const void *want, int dtype, int64_t n, double atol, double rtol, char *msg,
+                     size_t nmsg, const char *what) {
+  for (int64_t i = 0; i < n; i++) {
+    double g = ref_load(got, i, dtype), w = ref_load(want, i, dtype);
+    if (!(fabs(g - w) <= atol + rtol * fabs(w))) {
+      snprintf(msg, nmsg, "%s[%lld] = %g, the default chunk's %g", what, (long long)i, g, w);
+      return false;
+    }
+  }
+  return true;
+}
+
+int cli_tune_flce_chunk(const cli_tune_sink *s, int dtype, cli_flce_shape sh, int reps) {
+  FILE *out = s->out;
+  const int64_t bt = sh.bt, h = sh.hidden, v = sh.vocab, es = dtype == 0 ? 4 : 2;
+  fprintf(out, "\nflce.chunk  %s  bt=%lld,hidden=%lld,vocab=%lld  (whole ubg_flce calls, MEAN, with dx and dweight)\n",
+          ug_dtype_name(dtype), (long long)bt, (long long)h, (long long)v);
+  flce_cand cand[MAX_CAND];
+  int n = 0, rc = -1;
+  memset(cand, 0, sizeof cand);
+  /* the default first (Liger's rule), then powers of two up to bt */
+  const int64_t liger = rt_flce_chunk_rows(NULL, bt, h, v);
+  cand[n++].chunk = liger;
+  for (int64_t c = 16; c <= bt && c <= MAX_CHUNK && n < MAX_CAND / 2; c *= 2)
+    if (c != liger) cand[n++].chunk = c;
+  for (int i = 0, m = n; dtype == 0 && i < m; i++) /* OpenBLAS runs f32 only */
+    cand[n].chunk = cand[i].chunk, cand[n++].openblas = true;
+
+  flce_run r;
+  memset(&r, 0, sizeof r);
+  void *x = malloc((size_t)(bt * h * es)), *w = malloc((size_t)(v * h * es));
+  int64_t *t = malloc((size_t)bt * sizeof *t);
+  float loss = 0, loss0 = 0;
+  void *dx = malloc((size_t)(bt * h * es)), *dw = malloc((size_t)(v * h * es));
+  void *dx0 = malloc((size_t)(bt * h * es)), *dw0 = malloc((size_t)(v * h * es));
+  if (!x || !w || !t || !dx || !dw || !dx0 || !dw0) {
+    cli_error("tune flce.chunk: out of memory for bt=%lld hidden=%lld vocab=%lld", (long long)bt, (long long)h,
+              (long long)v);
+    goto done;
+  }
+  uint64_t seed = 0x5eedf1ceull;
+  for (int64_t i = 0; i < bt * h; i++) ref_store(x, i, dtype, (double)((seed = seed * 6364136223846793005ull + 1) >> 40) / (1 << 24) - 0.5);
+  for (int64_t i = 0; i < v * h; i++) ref_store(w, i, dtype, ((double)((seed = seed * 6364136223846793005ull + 1) >> 40) / (1 << 24) - 0.5) * 0.1);
+  for (int64_t i = 0; i < bt; i++) t[i] = (int64_t)((seed = seed * 6364136223846793005ull + 1) >> 33) % v;
+  r.c = cand, r.dtype = dtype, r.sh = sh, r.x = x, r.w = w, r.t = t, r.reps = reps;
+  ubg_flce_opts_init(&r.opts);
+  r.out = (ubg_flce_out){&loss, NULL, NULL, dx, dw, NULL, NULL};
+
+  /* verification, and the warm-up: the generated GEMMs give the same bits
+   * at every chunk size; OpenBLAS is held to Liger's f32 tolerance */
+  int good = 0;
+  bool blas_missing = false;
+  for (int c = 0; c < n; c++) {
+    flce_cand *cd = &cand[c];
+    snprintf(cd->name, sizeof cd->name, "chunk=%lld%s", (long long)cd->chunk, cd->openblas ? ",gemm=openblas" : "");
+    cli_progress("tune flce.chunk %s: verify %d/%d %s", ug_dtype_name(dtype), c + 1, n, cd->name);
+    if ((double)cd->chunk * (double)v * 4 > MAX_SCRATCH) {
+      cd->failed = true;
+      snprintf(cd->msg, sizeof cd->msg, "skipped: %lld rows x vocab of logits is over %.0f MiB of scratch",
+               (long long)cd->chunk, MAX_SCRATCH / 1048576);
+      continue;
+    }
+    if (cd->openblas && blas_missing) {
+      cd->failed = true;
+      continue;
+    }
+    ubg_status st = make_ctx(s->o, cd);
+    if (!st) st = ubg_flce(cd->ctx, (ubg_dtype)dtype, bt, h, v, x, w, t, &r.opts, &r.out);
+    if (st) {
+      cd->failed = true;
+      if (cd->ctx) snprintf(cd->msg, sizeof cd->msg, "%s", ubg_ctx_error(cd->ctx));
+      if (cd->openblas) { /* one note for them all: the build has no OpenBLAS */
+        blas_missing = true;
+        fprintf(out, "  not timed: the OpenBLAS GEMMs (%s)\n", cd->msg);
+      }
+      continue;
+    }
+    if (c == 0) {
+      loss0 = loss;
+      memcpy(dx0, dx, (size_t)(bt * h * es));
+      memcpy(dw0, dw, (size_t)(v * h * es));
+    } else if (!cd->openblas) {
+      cd->wrong = memcmp(&loss, &loss0, 4) || memcmp(dx, dx0, (size_t)(bt * h * es)) ||
+                  memcmp(dw, dw0, (size_t)(v * h * es));
+      if (cd->wrong) snprintf(cd->msg, sizeof cd->msg, "its bits differ from the default chunk's");
+    } else {
+      cd->wrong = !close_to(&loss, &loss0, 0, 1, 1e-5, 5e-4, cd->msg, sizeof cd->msg, "loss") ||
+                  !close_to(dx, dx0, dtype, bt * h, 1e-5, 5e-4, cd->msg, sizeof cd->msg, "dx") ||
+                  !close_to(dw, dw0, dtype, v * h, 1e-5, 5e-4, cd->msg, sizeof cd->msg, "dweight");
+    }
+    good += !cd->wrong;
+  }
+  cli_progress_done();
+  if (cand[0].failed) {
+    cli_error("tune flce.chunk %s: the default chunk fails: %s", ug_dtype_name(dtype), cand[0].msg);
+    goto done;
+  }
+  cli_timed timed[MAX_CAND];
+  memset(timed, 0, sizeof timed);
+  for (int c = 0; c < n; c++) {
+    timed[c].wrong = cand[c].failed || cand[c].wrong;
+    if (cand[c].failed && !cand[c].openblas) fprintf(out, "  not timed %s: %s\n", cand[c].name, cand[c].msg);
+    else if (cand[c].wrong) fprintf(out, "  WRONG %s: %s (never chosen)\n", cand[c].name, cand[c].msg), (*s->failures)++;
+  }
+  r.good = good;
+  if (cli_time_candidates(timed, n, reps, run_one, show_round, &r) < 0) goto done;
+  cli_progress_done();
+  int best = 0;
+  for (int c = 0; c < n; c++)
+    if (!timed[c].wrong && timed[c].median < timed[best].median) best = c;
+  const double base = timed[0].median;
+  fprintf(out, "  %-28s %14s %12s %9s\n", "candidate", "scratch bytes", "median ms", "vs default");
+  for (int c = 0; c < n; c++) {
+    if (timed[c].wrong) continue;
+    fprintf(out, "  %-28s %14lld %12.1f %8.2fx%s%s%s\n", cand[c].name, (long long)(cand[c].chunk * v * 4),
+            timed[c].median * 1e3, base / timed[c].median, c == best ? "  fastest" : "", c == 0 ? "  default" : "",
+            timed[c].pruned ? "  (timed once)" : "");
+  }
+  fprintf(out, "  tuned %s: %.1f ms, %.2fx the default %s (Liger's rule, %.1f ms)\n", cand[best].name,
+          timed[best].median * 1e3, base / timed[best].median, cand[0].name, base * 1e3);
+
+  if (s->svg) { /* time against the chunk, a series per GEMM backend */
+    char title[200];
+    snprintf(title, sizeof title, "flce.chunk %s bt=%lld,hidden=%lld,vocab=%lld: tuned %s", ug_dtype_name(dtype),
+             (long long)bt, (long long)h, (long long)v, cand[best].name);
+    if (cli_svg_panel_add(s->svg, title, "rows per chunk", 0) < 0) goto done;
+    for (int c = 0; c < n; c++)
+      if (!timed[c].wrong &&
+          cli_svg_point_add(s->svg, cand[c].openblas ? "OpenBLAS GEMMs" : "generated GEMMs", cand[c].chunk,
+                           timed[c].median * 1e6, c == best, c == 0) < 0)
+        goto done;
+  }
+  ug_tune_entry e;
+  memset(&e, 0, sizeof e);
+  snprintf(e.kernel, sizeof e.kernel, "flce");
+  snprintf(e.pass, sizeof e.pass, "chunk");
+  e.dtype = dtype;
+  e.nshape = 3;
+  const char *names[3] = {"bt", "hidden", "vocab"};
+  const int64_t vals[3] = {bt, h, v};
+  for (int i = 0; i < 3; i++) {
+    snprintf(e.shape_names[i], sizeof e.shape_names[i], "%s", names[i]);
+    e.shape[i] = ug_tune_bucket(vals[i]);
+  }
+  e.ub_bytes = s->o->budget.ub_bytes;
+  snprintf(e.variant, sizeof e.variant, "%s", cand[best].name);
+  snprintf(e.backend, sizeof e.backend, "aot");
+  e.median_us = timed[best].median * 1e6;
+  snprintf(e.default_variant, sizeof e.default_variant, "%s", cand[0].name);
+  e.default_median_us = base * 1e6;
+  e.candidates = good;
+  if (ug_tunedb_put(s->db, &e) < 0) goto done;
+  if (s->json) {
+    json_t *vars = json_array();
+    for (int c = 0; c < n; c++)
+      json_array_append_new(vars, json_pack("{s:s, s:I, s:o, s:b}", "variant", cand[c].name, "scratch_bytes",
+                                            (json_int_t)(cand[c].chunk * v * 4),
+                                            "median_us", timed[c].wrong ? json_null() : json_real(timed[c].median * 1e6),
+                                            "wrong", cand[c].wrong));
+    char shape[160];
+    snprintf(shape, sizeof shape, "bt=%lld,hidden=%lld,vocab=%lld", (long long)bt, (long long)h, (long long)v);
+    json_array_append_new(s->json, json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:f, s:s, s:f, s:o}", "kernel", "flce",
+                                             "pass", "chunk", "dtype", ug_dtype_name(dtype), "shape", shape, "ub_bytes",
+                                             (json_int_t)e.ub_bytes, "variant", e.variant, "median_us", e.median_us,
+                                             "default_variant", e.default_variant, "default_median_us",
+                                             e.default_median_us, "variants", vars));
+  }
+  rc = 0;
+done:
+  for (int c = 0; c < n; c++)
+    if (cand[c].ctx) ubg_ctx_destroy(cand[c].ctx);
+  free(x), free(w), free(t), free(dx), free(dw), free(dx0), free(dw0);
+  return rc;
+}

@@ -1,0 +1,38 @@
+/* ubgen tune flce.chunk: ubg_flce's rows per chunk (and, in a build with
+ * OpenBLAS, its GEMM backend) for one dtype and shape. Not a spec'd pass:
+ * the candidates are whole ubg_flce calls, each in a context created with
+ * UBGEN_FLCE_CHUNK (and UBGEN_FLCE_GEMM) set. The DB entry is kernel
+ * "flce", pass "chunk", shape {bt, hidden, vocab} (bucketed), variant
+ * "chunk=N" or "chunk=N,gemm=openblas"; ubg_flce follows it (op_flce.c). */
+#ifndef CLI_TUNE_FLCE_H
+#define CLI_TUNE_FLCE_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "tune_svg.h"
+#include "../lib/tunedb.h"
+
+/* where results go: the table, the DB being built, --json's array */
+typedef struct {
+  const cli_opts *o;
+  FILE *out;
+  ug_tunedb *db;
+  json_t *json;   /* NULL without --json */
+  cli_svg *svg;    /* NULL without --svg */
+  int *failures;  /* wrong candidates, counted */
+} cli_tune_sink;
+
+/* the shapes `ubgen tune all` and `ubgen tune flce.chunk` use without --shape */
+typedef struct {
+  int64_t bt, hidden, vocab;
+} cli_flce_shape;
+extern const cli_flce_shape cli_flce_tune_shapes[];
+extern const int cli_flce_ntune_shapes;
+
+/* 0 ok (a wrong candidate is counted, not an error); -1 could not run */
+int cli_tune_flce_chunk(const cli_tune_sink *s, int dtype, cli_flce_shape sh, int reps);
+
+#endif
