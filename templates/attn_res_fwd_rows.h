@@ -19,9 +19,9 @@
     ubg_vop_lanes_fma); any other column alone, to its lane, in the same
     order (a pair's odd column first: tiles start at multiples of 16, so a
     pair never straddles two), the same chain, so the same bits. w_query * w_norm is kept permuted the same
-    way in whole chunks (load_wqn). Measured, A/B in cache: the two
-    permutations per row chunk that pairing cost were about 5% of the
-    forward. f32 and f16 keep lane d % 16 (load_dot_rows). }}
+    way in whole chunks (load_wqn), which saves the two permutations per
+    row chunk that pairing would cost. f32 and f16 keep lane d % 16
+    (load_dot_rows). }}
 enum { NAT = DT == 2 }; /* bf16: the lane maps above */
 
 /* the lane of column d (global) in the sum of squares and in the score */
@@ -36,15 +36,13 @@ UBG_INLINE int score_column(int k) { return 4 * (k & 7) + (k >> 3); }
 UBG_INLINE int whole_chunk(ubg_i64 c0, ubg_i64 d, ubg_i64 n) { return ((c0 | d) & 31) == 0 && d + 32 <= n; }
 
 #ifndef __TINYC__
-typedef unsigned short ubg_u16x32 __attribute__((vector_size(64)));
 #ifdef UBG_V16
 /* least = min(least, |x| - 1) on each 16-bit lane of a chunk's bf16 bits:
  * a zero wraps to 0xffff, so the minimum, plus one, is the least nonzero
  * magnitude (0x10000: none) */
 UBG_INLINE ubg_u16x32 least_nonzero(ubg_u16x32 least, ubg_pair_i32x16 w) {
   const ubg_u16x32 m1 = (ubg_u16x32)(w & 0x7fff7fff) - 1;
-  return (ubg_u16x32)__builtin_ia32_pminuw512_mask((ubg_pair_i16x32)least, (ubg_pair_i16x32)m1, (ubg_pair_i16x32)least,
-                                                   0xffffffffu);
+  return ubg_v_min_u16x32(least, m1);
 }
 #endif
 /* Whether every product of r and a nonzero element of a row is normal,
@@ -53,8 +51,8 @@ UBG_INLINE ubg_u16x32 least_nonzero(ubg_u16x32 least, ubg_pair_i32x16 w) {
  * vcvtne2ps2bf16, which flushes an f32 subnormal to zero, rounds every
  * product exactly, under any MXCSR mode (the elements and products are
  * normal; a subnormal least under DAZ reads as zero here and fails the
- * test). The per-row proof replaced a vfpclassps test of every product
- * (A/B in cache: forward 0.94-0.95x). */
+ * test). A proof per row is cheaper than a vfpclassps test of every
+ * product. */
 UBG_INLINE int products_normal(unsigned least1, float r) {
   return least1 == 0xffff || ubg_bf16_to_f32((ubg_u16)(least1 + 1)) * r >= 0x1p-126f;
 }
@@ -133,7 +131,7 @@ static void nat_lanes_fma(float *lanes, const float *x, const float *wqs, ubg_i6
  * bf16 under UBG_V16: least[i] = min(least[i], the least nonzero |x| of
  * its whole chunks less one), for products_normal, and the squares of
  * whole chunks by vdpbf16ps (one instruction for two widenings and two
- * FMAs; A/B in cache 0.91), redone by ss_chunk for a row where
+ * FMAs), redone by ss_chunk for a row where
  * ss_dot_exact fails. gcc without UBG_V16 (AVX2, or valgrind's build)
  * runs ss_chunk on gcc vectors. */
 UBG_INLINE void load_ss_rows(const void *src, ubg_i64 base, ubg_i64 plane, int nrows, ubg_i64 n, ubg_i64 c0,
@@ -182,7 +180,7 @@ UBG_INLINE void load_ss_rows(const void *src, ubg_i64 base, ubg_i64 plane, int n
           const ubg_pair_i32x16 w = ld_pair(src, base + i * plane + j);
 #ifdef UBG_V16
           lnz[i] = least_nonzero(lnz[i], w);
-          a[i] = __builtin_ia32_dpbf16ps_v16sf(a[i], (ubg_pair_i16x32)w, (ubg_pair_i16x32)w);
+          a[i] = ubg_v_dot_bf16_pairs(a[i], w, w);
 #else
           a[i] = ss_chunk(a[i], w);
 #endif
@@ -268,7 +266,7 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
 #ifdef UBG_V16
         if (__builtin_expect(!exact[i], 1)) {
           const ubg_f32x16 rv = ubg_v_splat(r[i]);
-          const ubg_pair_i32x16 y = (ubg_pair_i32x16)__builtin_ia32_cvtne2ps2bf16_v32hi(pair_hi(w) * rv, pair_lo(w) * rv);
+          const ubg_pair_i32x16 y = ubg_v_pack_bf16_pairs(pair_hi(w) * rv, pair_lo(w) * rv);
           ya = pair_lo(y), yb = pair_hi(y);
         } else
 #endif
@@ -329,7 +327,7 @@ static void axpy_row(float *h, float a, const void *row, ubg_i64 n) {
  * (e) and odd (o) columns, as out_chunks keeps them: store32 in column
  * order. bf16: both converted at once (words [even | odd]) and put in
  * column order by one word permute (pair_words) instead of two permutes
- * of the f32 sums (A/B in cache 0.96); store32's exact path where the
+ * of the f32 sums; store32's exact path where the
  * conversion flushed a subnormal. */
 UBG_INLINE void store32_even_odd(void *dst, ubg_i64 i, ubg_f32x16 e, ubg_f32x16 o, int stream) {
   const ubg_pair_i32x16 lo = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23};

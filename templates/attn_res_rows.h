@@ -9,13 +9,11 @@
     ESIZE; tcc gets the same operations as vector calls over staged
     chunks. Every multiply-add here is one fused operation (fmaf; gcc's
     vector FMA gives its bits): the kernels were bound by the vector
-    units' operation count, not by the latency of the chains (A/B: forward
-    1.05-1.08x alone). }}
+    units' operation count, not by the latency of the chains. }}
 enum { ROWS = 4 }; /* rows at a time in the lane sums */
 /* the rows a non-tiled variant stages in UB lie a line further apart than
  * BLOCK_D: at 8 KiB apart (4096 bf16) every row's chunk d, and the line of
- * dv written from them, fall in one L1 set, more lines than its 8 ways
- * (A/B, time padded / not: backward 0.69-0.82) */
+ * dv written from them, fall in one L1 set, more lines than its 8 ways */
 enum { ROW_STRIDE = BLOCK_D + 64 / ESIZE };
 
 #ifndef __TINYC__
@@ -34,8 +32,6 @@ enum { PAIRED = DT == 2 && {{^tiled}}1{{/tiled}}{{#tiled}}0{{/tiled}} };
 #else
 enum { PAIRED = 0 };
 #endif
-typedef int ubg_pair_i32x16 __attribute__((vector_size(64)));
-typedef short ubg_pair_i16x32 __attribute__((vector_size(64)));
 /* 32 16-bit columns in order, paired */
 UBG_INLINE ubg_pair_i32x16 pair_words(ubg_pair_i16x32 h) {
   const ubg_pair_i16x32 order = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
@@ -60,7 +56,7 @@ UBG_INLINE ubg_f32x16 pair_lo(ubg_pair_i32x16 w) { return (ubg_f32x16)(w << 16);
 UBG_INLINE ubg_f32x16 pair_hi(ubg_pair_i32x16 w) { return (ubg_f32x16)(w & (int)0xffff0000u); }
 #endif
 /* whether the backward copies its rows into UB: only to pair them; rows
- * as they are are read in place (A/B, tiled backward: staging cost 9-12%) */
+ * as they are are read in place (staging them only costs time) */
 #ifdef __TINYC__
 enum { STAGED = 0 };
 #else
@@ -102,7 +98,7 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
   }
   for (c = 0; c < n; c += UBG_PF_CHUNK) {
     const ubg_i64 end = ubg_min(n, c + UBG_PF_CHUNK);
-    if (next >= 0) /* into the L2: the L1 holds this token's rows (A/B: backward 1.1x) */
+    if (next >= 0) /* into the L2: the L1 holds this token's rows */
       for (i = 0; i < nrows; i++) ubg_prefetch_l2(s8 + (next + i * plane + c) * ESIZE, (end - c) * ESIZE);
     j = c;
     if (PAIRED)
@@ -182,17 +178,20 @@ UBG_INLINE void dv_row(void *dv, ubg_i64 at, const void *x, const float *UBG_RES
 #endif
 }
 
-#ifndef __TINYC__
 /* dv_row for every block of a token, 32 or 16 columns at a time with S in
- * registers across the blocks (the same operations, block order). dv is
- * streamed where the spec's rule says (stream: dv at least 8 MiB): an
- * ordinary store first reads the line it fills, a third more DRAM traffic
- * for a token (A/B, T = 1024-8192: bf16 0.81-0.93, f16 0.84-0.90, f32
- * 0.75; in cache, bf16 T = 128 warm, 1.07) */
+ * registers across the blocks (the same operations, block order); under
+ * tcc, dv_row block by block. dv is streamed where the spec's rule says
+ * (stream: dv at least 8 MiB): an ordinary store first reads the line it
+ * fills, a third more DRAM traffic for a token. */
 static void dv_rows(void *dv, ubg_i64 at, ubg_i64 plane, const void *rows, ubg_i64 stride, const float *UBG_RESTRICT dh,
                     const float *UBG_RESTRICT wqn, const float *a, const float *rds, const float *nc, ubg_i64 nb,
                     float *UBG_RESTRICT S, ubg_i64 n, int stream) {
   ubg_i64 d = 0, i;
+#ifdef __TINYC__
+  for (i = 0; i < nb; i++)
+    dv_row(dv, at + i * plane, (const ubg_u8 *)rows + i * stride * ESIZE, dh, wqn, a[i], rds[i], nc[i], S, n, stream);
+  (void)d;
+#else
   int u;
   if (ESIZE == 2) /* 32 columns: a row's line of dv written at once (a streamed line leaves its buffer whole) */
     for (; d + 32 <= n; d += 32) {
@@ -231,5 +230,5 @@ static void dv_rows(void *dv, ubg_i64 at, ubg_i64 plane, const void *rows, ubg_i
     for (i = 0; i < nb; i++)
       dv_row(dv, at + i * plane + d, (const ubg_u8 *)rows + (i * stride + d) * ESIZE, dh + d, wqn + d, a[i], rds[i], nc[i],
              S + d, n - d, stream);
-}
 #endif
+}

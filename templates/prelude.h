@@ -87,7 +87,7 @@ UBG_INLINE ubg_u16 ubg_f32_to_bf16(float f) {
 /* ---- IEEE binary16 ---------------------------------------------------- */
 
 /* The choices are made with masks, not ?:, so gcc vectorizes loops of it
- * (with ?: it kept a branch per element: 4x slower f16 kernels). */
+ * (with ?: it kept a branch per element). */
 UBG_INLINE float ubg_f16_to_f32(ubg_u16 h) {
   ubg_u32 sign = (ubg_u32)(h & 0x8000u) << 16;
   ubg_u32 em = h & 0x7fffu;
@@ -158,6 +158,11 @@ UBG_INLINE void ubg_st_f16(void *p, ubg_i64 i, float v) { ((ubg_u16 *)p)[i] = ub
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
 typedef float ubg_f32x16 __attribute__((vector_size(64)));
+/* a 64-byte line of 16-bit values as 16 pairs (32-bit words), as 32 lanes,
+ * and as 32 unsigned lanes: the shapes bf16's pair instructions take */
+typedef int ubg_pair_i32x16 __attribute__((vector_size(64)));
+typedef short ubg_pair_i16x32 __attribute__((vector_size(64)));
+typedef unsigned short ubg_u16x32 __attribute__((vector_size(64)));
 UBG_INLINE ubg_f32x16 ubg_v_ld(const float *p) {
   ubg_f32x16 v;
   __builtin_memcpy(&v, p, 64);
@@ -291,7 +296,7 @@ UBG_INLINE void ubg_v_stream_bf16(void *p, ubg_i64 i, ubg_i16x16 h) {
  * aligned tensor, so a streaming store flushes its write-combining buffer
  * full instead of in two halves. A flushed subnormal comes out a zero
  * word, so the lanes are tested only where the conversion gave one: one
- * mask test instead of four (A/B, the AttnRes forward in cache: 0.96). */
+ * mask test instead of four. */
 typedef short ubg_i16x32 __attribute__((vector_size(64)));
 UBG_INLINE ubg_i16x32 ubg_v_to_bf16x32(ubg_f32x16 lo, ubg_f32x16 hi, unsigned *sub) {
   const ubg_i16x32 h = (ubg_i16x32)__builtin_ia32_cvtne2ps2bf16_v32hi(hi, lo);
@@ -333,6 +338,21 @@ UBG_INLINE ubg_i64 ubg_v_store_bf16_row(void *dst, ubg_i64 i0, const float *src,
 }
 UBG_INLINE ubg_i64 ubg_v_store_f16_row(void *dst, ubg_i64 i0, const float *src, ubg_i64 n, int stream) {
   return ubg_v_store_half_row(dst, i0, src, n, stream, 0);
+}
+/* acc + a.lo * b.lo + a.hi * b.hi on each of the 16 pairs of bf16 values,
+ * in the instruction's order (vdpbf16ps: products exact, sums f32) */
+UBG_INLINE ubg_f32x16 ubg_v_dot_bf16_pairs(ubg_f32x16 acc, ubg_pair_i32x16 a, ubg_pair_i32x16 b) {
+  return __builtin_ia32_dpbf16ps_v16sf(acc, (ubg_pair_i16x32)a, (ubg_pair_i16x32)b);
+}
+/* hi and lo rounded to bf16 (RNE) and interleaved as pairs: word l holds
+ * lo[l] in its low half, hi[l] in its high half (vcvtne2ps2bf16) */
+UBG_INLINE ubg_pair_i32x16 ubg_v_pack_bf16_pairs(ubg_f32x16 hi, ubg_f32x16 lo) {
+  return (ubg_pair_i32x16)__builtin_ia32_cvtne2ps2bf16_v32hi(hi, lo);
+}
+/* min(a, b) on each unsigned 16-bit lane */
+UBG_INLINE ubg_u16x32 ubg_v_min_u16x32(ubg_u16x32 a, ubg_u16x32 b) {
+  return (ubg_u16x32)__builtin_ia32_pminuw512_mask((ubg_pair_i16x32)a, (ubg_pair_i16x32)b, (ubg_pair_i16x32)a,
+                                                   0xffffffffu);
 }
 #endif
 
@@ -385,7 +405,7 @@ UBG_INLINE void ubg_prefetch(const void *p, ubg_i64 n) {
 }
 /* the same into the L2 only: for rows gathered from scattered places, whose
  * requests would otherwise hold the L1's few miss buffers and push the
- * working tile out of the L1 (embedding backward: 1.3-1.6x at small tables) */
+ * working tile out of the L1 (the embedding backward) */
 UBG_INLINE void ubg_prefetch_l2(const void *p, ubg_i64 n) {
   ubg_i64 off;
   for (off = 0; off < n; off += 64) UBG_PREFETCH_L2((const ubg_u8 *)p + off);

@@ -1,6 +1,6 @@
 {{! Moving rows between global memory (the storage dtype) and f32 UB tiles; the
     including template defines LD, ST and DT first. Under tcc each is one
-    call of the library's vector operations (prelude.h); gcc inlines the
+    call of the library's vector operations (tile_calls.h); gcc inlines the
     loops. Every path gives the same bits. }}
 /* dst[0, n) = src[base, base + n) as f32 */
 UBG_INLINE void load_f32(float *UBG_RESTRICT dst, const void *src, ubg_i64 base, ubg_i64 n) {
@@ -41,6 +41,40 @@ UBG_INLINE void fill_f32(float *UBG_RESTRICT dst, float x, ubg_i64 n) {
 #else
   ubg_i64 d;
   for (d = 0; d < n; d++) dst[d] = x;
+#endif
+}
+
+/* acc[0, n) += src[base, base + n) as f32; the same piece of the row at
+ * element offset next (< 0: none) is requested into the L2 meanwhile, a
+ * chunk at a time (a burst of requests larger than the core's miss buffers
+ * is partly dropped). Under tcc: a chunk staged on the stack, then added. */
+UBG_INLINE void acc_load_l2(float *UBG_RESTRICT acc, const void *src, ubg_i64 base, ubg_i64 n, ubg_i64 next) {
+#ifdef __TINYC__
+  float stage_buf[UBG_VCHUNK];
+  ubg_i64 c;
+  (void)next;
+  for (c = 0; c < n; c += UBG_VCHUNK) {
+    const ubg_i64 k = ubg_min(UBG_VCHUNK, n - c);
+    ubg_vop_load(stage_buf, src, base + c, k, DT);
+    ubg_vop_add(acc + c, acc + c, stage_buf, k);
+  }
+#else
+  ubg_i64 c, d;
+  for (c = 0; c < n; c += UBG_PF_CHUNK) {
+    const ubg_i64 end = ubg_min(n, c + UBG_PF_CHUNK);
+    if (next >= 0) ubg_prefetch_l2((const ubg_u8 *)src + (next + c) * {{dtype_bytes}}, (end - c) * {{dtype_bytes}});
+    for (d = c; d < end; d++) acc[d] += LD(src, base + d);
+  }
+#endif
+}
+
+/* dst[0, n) = a[0, n) * b[0, n) */
+UBG_INLINE void mul_f32(float *UBG_RESTRICT dst, const float *UBG_RESTRICT a, const float *UBG_RESTRICT b, ubg_i64 n) {
+#ifdef __TINYC__
+  ubg_vop_mul(dst, a, b, n);
+#else
+  ubg_i64 d;
+  for (d = 0; d < n; d++) dst[d] = a[d] * b[d];
 #endif
 }
 

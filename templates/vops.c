@@ -1,7 +1,7 @@
 /* Vector operations over UB tiles, for kernels tcc compiles.
  *
  * tcc inlines nothing and emits no vector code, so a kernel written as
- * per-element helpers runs 100x slower under tcc than under gcc. The
+ * per-element helpers runs far slower under tcc than under gcc. The
  * templates' __TINYC__ path therefore works like an NPU kernel's vector
  * unit: one call per tile or chunk, "multiply this UB buffer by a scalar",
  * "round it to bf16", "store it to global memory as f16". These functions
