@@ -236,13 +236,8 @@ int main(int argc, char **argv) {
   const char *out = bench_out_path(argc, argv);
   int reps = bench_reps(argc, argv, 7);
   if (reps > 64) reps = 64;
-  bool strict = false;
-  for (int i = 1; i < argc; i++) strict |= !strcmp(argv[i], "--strict");
-  ubg_ctx *ctx;
-  if (ubg_ctx_create(NULL, &ctx) != UBG_OK) {
-    fprintf(stderr, "bench_attn_res: %s\n", ubg_ctx_error(NULL));
-    return 2;
-  }
+  const bool strict = bench_flag(argc, argv, "--strict");
+  ubg_ctx *ctx = bench_ctx_open("bench_attn_res");
   int threads = omp_get_num_procs();
   bench_json *json = bench_json_new();
   printf("Attention residuals, N = %d blocks, bsz = %d, D = %d, bf16, %d threads, %s\n", NB, BSZ, D, threads,
@@ -350,8 +345,7 @@ int main(int argc, char **argv) {
       fflush(stdout);
       bench_stats *to_ms_c[3] = {&st_ubg_c[mode][ti], &st_copy_c[mode][ti], &st_read_c[ti]};
       for (int s2 = 0; s2 < nfn_c; s2++) to_ms_c[s2]->p20 *= 1e3, to_ms_c[s2]->p50 *= 1e3, to_ms_c[s2]->p80 *= 1e3;
-      bench_stats *to_ms[3] = {&st_ubg[mode][ti], &st_naive[mode][ti], &st_copy[mode][ti]};
-      for (int s = 0; s < 3; s++) to_ms[s]->p20 *= 1e3, to_ms[s]->p50 *= 1e3, to_ms[s]->p80 *= 1e3;
+      bench_stats_ms(&st_ubg[mode][ti]), bench_stats_ms(&st_naive[mode][ti]), bench_stats_ms(&st_copy[mode][ti]);
       for (int f = 0; f < 3; f++) free(times[f]);
     }
     free(csrc), free(cdst);

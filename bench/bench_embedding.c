@@ -111,13 +111,8 @@ int main(int argc, char **argv) {
   const char *out = bench_out_path(argc, argv);
   int reps = bench_reps(argc, argv, 9);
   if (reps > 64) reps = 64;
-  bool strict = false;
-  for (int i = 1; i < argc; i++) strict |= !strcmp(argv[i], "--strict");
-  ubg_ctx *ctx;
-  if (ubg_ctx_create(NULL, &ctx) != UBG_OK) {
-    fprintf(stderr, "bench_embedding: %s\n", ubg_ctx_error(NULL));
-    return 2;
-  }
+  const bool strict = bench_flag(argc, argv, "--strict");
+  ubg_ctx *ctx = bench_ctx_open("bench_embedding");
   int threads = omp_get_num_procs();
   bench_json *json = bench_json_new();
   printf("Embedding, n = %d x %d = %d tokens, D = %d, f32, %d threads, %s\n", B, T, NTOK, D, threads,
@@ -184,8 +179,7 @@ int main(int argc, char **argv) {
              bytes / st_ubg[vi].p50 * 1e-9, 2.0 * (double)half / st_copy[vi].p50 * 1e-9, 100 * frac[vi].p50,
              speedup[vi].p50, verdict, ubg_ctx_last_variant(ctx));
       fflush(stdout);
-      bench_stats *to_ms[3] = {&st_ubg[vi], &st_naive[vi], &st_copy[vi]};
-      for (int s = 0; s < 3; s++) to_ms[s]->p20 *= 1e3, to_ms[s]->p50 *= 1e3, to_ms[s]->p80 *= 1e3;
+      bench_stats_ms(&st_ubg[vi]), bench_stats_ms(&st_naive[vi]), bench_stats_ms(&st_copy[vi]);
       for (int f = 0; f < 3; f++) free(times[f]);
       free(csrc), free(cdst);
       free((void *)p.table), free((void *)p.dout), free(p.out), free(p.out_naive);

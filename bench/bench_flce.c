@@ -201,7 +201,7 @@ static void naive(problem *p) {
 }
 
 static ubg_status flce_call(problem *p, int prov, bool grad) {
-  ubg_flce_out o = {&p->loss[prov], NULL, NULL, grad ? p->dx[prov] : NULL, grad ? p->dw[prov] : NULL, NULL};
+  ubg_flce_out o = {.loss = &p->loss[prov], .dx = grad ? p->dx[prov] : NULL, .dweight = grad ? p->dw[prov] : NULL};
   return ubg_flce(p->ctx[prov], DT, p->bt, H, V, p->x, p->w, p->target, NULL, &o);
 }
 static void ubgen_call(problem *p, int prov, bool grad) {
@@ -407,8 +407,7 @@ int main(int argc, char **argv) {
   const char *out = bench_out_path(argc, argv);
   /* repetitions: --reps N for everything, else by cost (reps_for) */
   const int reps_arg = arg_value(argc, argv, "--reps") ? bench_reps(argc, argv, 3) : 0;
-  bool strict = false, quick = false;
-  for (int i = 1; i < argc; i++) strict |= !strcmp(argv[i], "--strict"), quick |= !strcmp(argv[i], "--quick");
+  const bool strict = bench_flag(argc, argv, "--strict"), quick = bench_flag(argc, argv, "--quick");
   const char *dts = arg_value(argc, argv, "--dtype");
   if (dts && !strcmp(dts, "bf16")) DT = UBG_BF16, ES = 2;
   else if (dts && strcmp(dts, "f32")) return fprintf(stderr, "bench_flce: --dtype f32 or bf16\n"), 2;

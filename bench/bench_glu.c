@@ -96,11 +96,7 @@ int main(int argc, char **argv) {
   const char *out = bench_out_path(argc, argv);
   int reps = bench_reps(argc, argv, 9);
   if (reps > 64) reps = 64;
-  ubg_ctx *ctx;
-  if (ubg_ctx_create(NULL, &ctx) != UBG_OK) {
-    fprintf(stderr, "bench_glu: %s\n", ubg_ctx_error(NULL));
-    return 2;
-  }
+  ubg_ctx *ctx = bench_ctx_open("bench_glu");
   const int threads = omp_get_num_procs();
   bench_json *json = bench_json_new();
   printf("SwiGLU and GEGLU, I = %d, %d threads, %s; medians of %d interleaved runs\n", I, threads, bench_cpu_name(),
@@ -143,26 +139,18 @@ int main(int argc, char **argv) {
               judged++;
               failed += frac[ti].p50 < 0.70;
             }
-            bench_stats *to_ms[2] = {&st_ubg[ti], &st_copy[ti]};
-            for (int s = 0; s < 2; s++) to_ms[s]->p20 *= 1e3, to_ms[s]->p50 *= 1e3, to_ms[s]->p80 *= 1e3;
+            bench_stats_ms(&st_ubg[ti]), bench_stats_ms(&st_copy[ti]);
             free(p.a), free(p.b), free(p.dc), free(p.c), free(p.da), free(p.db);
           }
           char extra[160];
           snprintf(extra, sizeof extra, "{\"I\": %d, \"bsz\": 1, \"dtype\": \"%s\", \"threads\": %d, \"regime\": \"%s\"}",
                    I, dt == UBG_F32 ? "float32" : "bfloat16", threads, cold ? "cold" : "warm");
           const char *k = kernel ? "geglu" : "swiglu", *m = mode ? "backward" : "forward";
-          bench_json_add(json, k, "ubgen", m, "speed", "ms", "T", "sequence length", xs, NT, st_ubg, extra);
-          bench_json_add(json, k, "parallel_copy", m, "speed", "ms", "T", "sequence length", xs, NT, st_copy, extra);
-          bench_json_add(json, k, "ubgen", m, "fraction_of_copy_bandwidth", "ratio", "T", "sequence length", xs, NT,
-                         frac, extra);
+          bench_json_add_vs_copy(json, k, m, "T", "sequence length", xs, NT, st_ubg, st_copy, frac, extra);
         }
   }
   printf("\ntarget (cold, >= 70%% of the copy's bandwidth): %d of %d points met\n", judged - failed, judged);
-  if (bench_json_write(json, out) != 0) fprintf(stderr, "bench_glu: cannot write %s\n", out);
-  else if (out) printf("wrote %s\n", out);
-  bench_json_free(json);
+  bench_json_finish(json, out, "bench_glu");
   ubg_ctx_destroy(ctx);
-  bool strict = false;
-  for (int i = 1; i < argc; i++) strict |= !strcmp(argv[i], "--strict");
-  return strict && failed ? 1 : 0;
+  return bench_flag(argc, argv, "--strict") && failed ? 1 : 0;
 }

@@ -69,8 +69,7 @@ static void run_one(void *arg) {
 int main(int argc, char **argv) {
   const char *out = bench_out_path(argc, argv);
   int reps = bench_reps(argc, argv, 9);
-  bool strict = false;
-  for (int i = 1; i < argc; i++) strict |= !strcmp(argv[i], "--strict");
+  const bool strict = bench_flag(argc, argv, "--strict");
   char cache[] = "/tmp/ubgen_bench_cache_XXXXXX";
   if (!mkdtemp(cache)) return 2;
   setenv("UBGEN_CACHE_DIR", cache, 1);

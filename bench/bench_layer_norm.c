@@ -76,11 +76,7 @@ int main(int argc, char **argv) {
   const char *out = bench_out_path(argc, argv);
   int reps = bench_reps(argc, argv, 9);
   if (reps > 64) reps = 64;
-  ubg_ctx *ctx;
-  if (ubg_ctx_create(NULL, &ctx) != UBG_OK) {
-    fprintf(stderr, "bench_layer_norm: %s\n", ubg_ctx_error(NULL));
-    return 2;
-  }
+  ubg_ctx *ctx = bench_ctx_open("bench_layer_norm");
   const int threads = omp_get_num_procs();
   bench_json *json = bench_json_new();
   printf("LayerNorm, M = %d rows, %d threads, %s; medians of %d interleaved runs\n", M, threads, bench_cpu_name(), reps);
@@ -122,8 +118,7 @@ int main(int argc, char **argv) {
             judged++;
             failed += frac[hi].p50 < 0.70;
           }
-          bench_stats *to_ms[2] = {&st_ubg[hi], &st_copy[hi]};
-          for (int k = 0; k < 2; k++) to_ms[k]->p20 *= 1e3, to_ms[k]->p50 *= 1e3, to_ms[k]->p80 *= 1e3;
+          bench_stats_ms(&st_ubg[hi]), bench_stats_ms(&st_copy[hi]);
           free(p.x), free(p.w), free(p.b), free(p.y), free(p.dy), free(p.dx), free(p.dw), free(p.db), free(p.mean);
           free(p.rstd);
         }
@@ -131,18 +126,11 @@ int main(int argc, char **argv) {
         snprintf(extra, sizeof extra, "{\"M\": %d, \"dtype\": \"%s\", \"threads\": %d, \"regime\": \"%s\"}", M,
                  dt == UBG_F32 ? "float32" : "bfloat16", threads, cold ? "cold" : "warm");
         const char *m = mode ? "backward" : "forward";
-        bench_json_add(json, "layer_norm", "ubgen", m, "speed", "ms", "H", "hidden size", xs, NH, st_ubg, extra);
-        bench_json_add(json, "layer_norm", "parallel_copy", m, "speed", "ms", "H", "hidden size", xs, NH, st_copy, extra);
-        bench_json_add(json, "layer_norm", "ubgen", m, "fraction_of_copy_bandwidth", "ratio", "H", "hidden size", xs, NH,
-                       frac, extra);
+        bench_json_add_vs_copy(json, "layer_norm", m, "H", "hidden size", xs, NH, st_ubg, st_copy, frac, extra);
       }
   }
   printf("\ntarget (cold, >= 70%% of the copy's bandwidth): %d of %d points met\n", judged - failed, judged);
-  if (bench_json_write(json, out) != 0) fprintf(stderr, "bench_layer_norm: cannot write %s\n", out);
-  else if (out) printf("wrote %s\n", out);
-  bench_json_free(json);
+  bench_json_finish(json, out, "bench_layer_norm");
   ubg_ctx_destroy(ctx);
-  bool strict = false;
-  for (int i = 1; i < argc; i++) strict |= !strcmp(argv[i], "--strict");
-  return strict && failed ? 1 : 0;
+  return bench_flag(argc, argv, "--strict") && failed ? 1 : 0;
 }

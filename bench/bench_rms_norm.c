@@ -106,11 +106,7 @@ int main(int argc, char **argv) {
   const char *out = bench_out_path(argc, argv);
   int reps = bench_reps(argc, argv, 15);
   if (reps > 64) reps = 64;
-  ubg_ctx *ctx;
-  if (ubg_ctx_create(NULL, &ctx) != UBG_OK) {
-    fprintf(stderr, "bench_rms_norm: %s\n", ubg_ctx_error(NULL));
-    return 2;
-  }
+  ubg_ctx *ctx = bench_ctx_open("bench_rms_norm");
   int threads = omp_get_num_procs();
   bench_json *json = bench_json_new();
   printf("RMSNorm, M = %d rows, %d threads, %s; times are medians of %d interleaved runs\n", M, threads,
@@ -162,8 +158,7 @@ int main(int argc, char **argv) {
           printf("      target, %s (>= 70%% of copy bandwidth, >= 3x naive): %s\n", cold ? "cold" : "warm",
                  ok ? "met" : "NOT MET");
         }
-        bench_stats *to_ms[3] = {&st_ubg[hi], &st_naive[hi], &st_copy[hi]};
-        for (int s = 0; s < 3; s++) to_ms[s]->p20 *= 1e3, to_ms[s]->p50 *= 1e3, to_ms[s]->p80 *= 1e3;
+        bench_stats_ms(&st_ubg[hi]), bench_stats_ms(&st_naive[hi]), bench_stats_ms(&st_copy[hi]);
         for (int f = 0; f < 3; f++) free(times[f]);
         free(p.x), free(p.w), free(p.y), free(p.dy), free(p.dx), free(p.dw), free(p.rstd);
       }
@@ -186,8 +181,7 @@ int main(int argc, char **argv) {
   else if (out) printf("wrote %s\n", out);
   bench_json_free(json);
   ubg_ctx_destroy(ctx);
-  bool strict = false;
-  for (int i = 1; i < argc; i++) strict |= !strcmp(argv[i], "--strict");
+  const bool strict = bench_flag(argc, argv, "--strict");
   if (failed_targets) printf("%d of 4 target checks not met (see docs/performance.md)\n", failed_targets);
   return strict && failed_targets ? 1 : 0;
 }

@@ -207,6 +207,40 @@ int bench_reps(int argc, char **argv, int dflt) {
   return dflt;
 }
 
+bool bench_flag(int argc, char **argv, const char *flag) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], flag)) return true;
+  return false;
+}
+
+ubg_ctx *bench_ctx_open(const char *prog) {
+  ubg_ctx *ctx;
+  if (ubg_ctx_create(NULL, &ctx) != UBG_OK) {
+    fprintf(stderr, "%s: %s\n", prog, ubg_ctx_error(NULL));
+    exit(2);
+  }
+  return ctx;
+}
+
+void bench_stats_ms(bench_stats *s) { s->p20 *= 1e3, s->p50 *= 1e3, s->p80 *= 1e3; }
+
+void bench_json_add_vs_copy(bench_json *j, const char *kernel, const char *mode, const char *x_name,
+                            const char *x_label, const double *x, int n, const bench_stats *ubgen,
+                            const bench_stats *copy, const bench_stats *fraction, const char *extra_config) {
+  bench_json_add(j, kernel, "ubgen", mode, "speed", "ms", x_name, x_label, x, n, ubgen, extra_config);
+  bench_json_add(j, kernel, "parallel_copy", mode, "speed", "ms", x_name, x_label, x, n, copy, extra_config);
+  bench_json_add(j, kernel, "ubgen", mode, "fraction_of_copy_bandwidth", "ratio", x_name, x_label, x, n, fraction,
+                 extra_config);
+}
+
+int bench_json_finish(bench_json *j, const char *out, const char *prog) {
+  int rc = 0;
+  if (bench_json_write(j, out) != 0) fprintf(stderr, "%s: cannot write %s\n", prog, out), rc = 2;
+  else if (out) printf("wrote %s\n", out);
+  bench_json_free(j);
+  return rc;
+}
+
 void *bench_alloc(size_t n) {
   void *p = NULL;
   return posix_memalign(&p, 64, n ? n : 64) == 0 ? p : NULL;
@@ -249,7 +283,7 @@ void bench_against_copy(bench_fn ubgen, void *ubgen_arg, bench_fn copy, void *co
   double t0[64], t1[64], ratio[64], *times[2] = {t0, t1};
   if (reps > 64) reps = 64;
   if (cold) bench_interleaved_cold(fns, args, 2, reps, times);
-  else bench_interleaved(fns, args, 2, reps, 0.05, times);
+  else bench_interleaved(fns, args, 2, reps, BENCH_WARM_SECONDS, times);
   for (int r = 0; r < reps; r++) ratio[r] = t1[r] / t0[r];
   *ubgen_s = bench_percentiles(t0, reps);
   *copy_s = bench_percentiles(t1, reps);

@@ -1,4 +1,5 @@
 #include "json_loc.h"
+#include "json_text.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,22 +33,11 @@ static void skip_ws(scan *sc) {
   }
 }
 
-static int hexval(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 /* the 4 hex digits at sc->i into *v, advancing past them; -1 if they are not */
 static int hex4(scan *sc, unsigned *v) {
-  if (sc->i + 4 > sc->len) return -1;
-  *v = 0;
-  for (int k = 0; k < 4; k++) {
-    int h = hexval(sc->s[sc->i + (size_t)k]);
-    if (h < 0) return -1;
-    *v = *v * 16 + (unsigned)h;
-  }
+  const int h = sc->i + 4 <= sc->len ? ug_json_hex4(sc->s + sc->i) : -1;
+  if (h < 0) return -1;
+  *v = (unsigned)h;
   sc->i += 4;
   return 0;
 }
@@ -91,24 +81,7 @@ static int scan_string(scan *sc, char **out) {
             v = 0x10000 + ((v - 0xd800) << 10) + (lo - 0xdc00);
           }
         }
-        if (v >= 0x10000) {
-          tmp[0] = (char)(0xf0 | (v >> 18));
-          tmp[1] = (char)(0x80 | ((v >> 12) & 0x3f));
-          tmp[2] = (char)(0x80 | ((v >> 6) & 0x3f));
-          tmp[3] = (char)(0x80 | (v & 0x3f));
-          tn = 4;
-        } else if (v < 0x80) {
-          tmp[0] = (char)v;
-        } else if (v < 0x800) {
-          tmp[0] = (char)(0xc0 | (v >> 6));
-          tmp[1] = (char)(0x80 | (v & 0x3f));
-          tn = 2;
-        } else {
-          tmp[0] = (char)(0xe0 | (v >> 12));
-          tmp[1] = (char)(0x80 | ((v >> 6) & 0x3f));
-          tmp[2] = (char)(0x80 | (v & 0x3f));
-          tn = 3;
-        }
+        tn = (size_t)ug_utf8_put(v, tmp);
         break;
       }
       default: tmp[0] = e; break;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_text.h"
 #include "spec.h"
 #include "tunedb.h"
 
@@ -53,15 +54,6 @@ static bool eat(reader *r, char c) {
   return false;
 }
 
-static int hex4(const char *s) {
-  int v = 0;
-  for (int i = 0; i < 4; i++) {
-    char c = s[i];
-    v = v * 16 + (c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1000);
-  }
-  return v < 0 ? -1 : v;
-}
-
 /* a string into out (UTF-8, NUL-terminated, at most n - 1 bytes; *len its
  * length); *fits false when it is longer or holds a NUL. out may be NULL:
  * the string is only checked and skipped. */
@@ -82,26 +74,21 @@ static bool string(reader *r, char *out, size_t n, size_t *len, bool *fits) {
       const char *at = strchr(simple, e);
       if (e && at) {
         cp = (unsigned char)value[at - simple];
-      } else if (e == 'u' && r->end - r->p >= 4 && hex4(r->p) >= 0) {
-        cp = (unsigned)hex4(r->p);
+      } else if (e == 'u' && r->end - r->p >= 4 && ug_json_hex4(r->p) >= 0) {
+        cp = (unsigned)ug_json_hex4(r->p);
         r->p += 4;
         if (cp >= 0xd800 && cp < 0xdc00) { /* a surrogate pair */
-          if (r->end - r->p < 6 || r->p[0] != '\\' || r->p[1] != 'u' || hex4(r->p + 2) < 0xdc00 ||
-              hex4(r->p + 2) > 0xdfff)
+          if (r->end - r->p < 6 || r->p[0] != '\\' || r->p[1] != 'u' || ug_json_hex4(r->p + 2) < 0xdc00 ||
+              ug_json_hex4(r->p + 2) > 0xdfff)
             return fail(r, "a lone surrogate in a \\u escape");
-          cp = 0x10000 + ((cp - 0xd800) << 10) + ((unsigned)hex4(r->p + 2) - 0xdc00);
+          cp = 0x10000 + ((cp - 0xd800) << 10) + ((unsigned)ug_json_hex4(r->p + 2) - 0xdc00);
           r->p += 6;
         } else if (cp >= 0xdc00 && cp < 0xe000) {
           return fail(r, "a lone surrogate in a \\u escape");
         }
         if (cp == 0) *fits = false;
         char u[4];
-        int m = cp < 0x80 ? (u[0] = (char)cp, 1)
-                : cp < 0x800 ? (u[0] = (char)(0xc0 | cp >> 6), u[1] = (char)(0x80 | (cp & 0x3f)), 2)
-                : cp < 0x10000 ? (u[0] = (char)(0xe0 | cp >> 12), u[1] = (char)(0x80 | (cp >> 6 & 0x3f)),
-                                  u[2] = (char)(0x80 | (cp & 0x3f)), 3)
-                               : (u[0] = (char)(0xf0 | cp >> 18), u[1] = (char)(0x80 | (cp >> 12 & 0x3f)),
-                                  u[2] = (char)(0x80 | (cp >> 6 & 0x3f)), u[3] = (char)(0x80 | (cp & 0x3f)), 4);
+        const int m = ug_utf8_put(cp, u);
         for (int i = 0; i < m; i++, k++)
           if (out && k + 1 < n) out[k] = u[i];
         continue;

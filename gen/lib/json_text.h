@@ -1,0 +1,15 @@
+/* Two pieces of JSON's text that both of the library's JSON scanners need
+ * (json_loc.c, which finds positions in a spec jansson has read, and
+ * tunedb_read.c, which reads a tuning DB on its own). */
+#ifndef UG_JSON_TEXT_H
+#define UG_JSON_TEXT_H
+
+#include <stddef.h>
+
+/* the value of the 4 hex digits at s (the \u escape's), or -1 when one of
+ * them is not a hex digit; s must hold 4 characters */
+int ug_json_hex4(const char *s);
+/* code point cp (< 0x110000) as UTF-8 in out; returns its length, 1 to 4 */
+int ug_utf8_put(unsigned cp, char out[4]);
+
+#endif
