@@ -124,7 +124,7 @@ static void reduction_factors(rt_ce_rows *c) {
   c->counted = n_valid;
   c->scale_n = mean ? (float)(1.0 / (double)(n_valid > 0 ? n_valid : 1)) : 1.0f;
   /* torch's formula for any sign of the weights; a sum of exactly 0 over
-   * counted rows gives 1/0 = +Inf, as torch's division does (docs/decisions.md) */
+   * counted rows gives 1/0 = +Inf, as torch's division does (docs/semantics.md) */
   c->scale_w = mean && c->o.ce_weight ? (float)(1.0 / sw) : 1.0f;
   c->weight_sum = (float)wsum;
 }

@@ -161,7 +161,7 @@ static ubg_status check_values(const call *c, const ubg_slot *slots, int64_t *en
  * assume it), so such a pointer is refused before anything reads it. Only
  * the element size is asked for: kernels load and store vectors with
  * unaligned moves, and take streaming stores only where the address allows
- * (docs/decisions.md). */
+ * (docs/semantics.md). */
 static ubg_status check_alignment(const call *c, const ubg_slot *slots, int dtype) {
   const ug_pass *p = c->p;
   for (int ai = 0; ai < p->nargs; ai++) {

@@ -11,7 +11,7 @@
  * The BT x vocab logits never exist: the extra memory is one chunk of
  * logits (chunk x vocab f32), two chunk-long rows of losses, and f32
  * accumulators for dweight and dbias when the dtype is not f32 (docs/
- * decisions.md). Everything that can fail is checked first (arguments,
+ * semantics.md). Everything that can fail is checked first (arguments,
  * targets, sizes, overlaps, memory, and every pass's variant, compiled),
  * so a failed call writes nothing. */
 #include <math.h>

@@ -300,7 +300,7 @@ Test(attn_res_edge, subnormal_products_are_rounded_not_flushed, .timeout = 120 *
 
 #if defined(__x86_64__) || defined(__i386__)
 /* whether n elements of dtype dt (es bytes) at a and b have the same
- * bits, any NaN counting as any other (docs/decisions.md: NaN positions
+ * bits, any NaN counting as any other (docs/semantics.md: NaN positions
  * are promised, not payloads, which follow the compiler's operand order
  * where two NaNs meet) */
 static bool same_or_both_nan(const void *a, const void *b, int64_t n, int dt) {

@@ -13,7 +13,7 @@
  *    those of the CE pass), since their code paths differ (tiled or not,
  *    vector bodies and scalar tails). NaNs are quiet and signalling, of both
  *    signs; the embedding forward, a copy, must keep their bits.
- * 2. Alignment (docs/decisions.md). Pointers aligned to their element size
+ * 2. Alignment (docs/semantics.md). Pointers aligned to their element size
  *    and to nothing more (a 64-byte aligned slot plus 1 or 3 elements) give
  *    the same bits as 64-byte aligned ones and write nothing outside their
  *    tensors. A pointer not aligned to its element size cannot be
@@ -519,7 +519,7 @@ NONFINITE_ALL(attn_res_bwd)
 NONFINITE_ALL(flce)
 
 /* The float arguments, unlike tensors, are documented to be finite
- * (docs/decisions.md): refused, nothing written. */
+ * (docs/semantics.md): refused, nothing written. */
 Test(nonfinite, float_arguments_are_refused) {
   ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 1);
   float x[2 * 4] = {1, 2, 3, 4, 5, 6, 7, 8}, w[4] = {1, 1, 1, 1}, y[8], rstd[2] = {1, 1}, dw[4];

@@ -55,7 +55,7 @@ def assert_close(actual, expected, atol, rtol, what=""):
 def rms_norm(x, w, eps, offset, casting_mode, dtype):
     """x [..., H] and w [H] (or None) float64: y float64 (before the final
     rounding to dtype). llama rounds x*rstd and offset+w to dtype, gemma
-    works in full precision, none rounds rstd as well (docs/decisions.md)."""
+    works in full precision, none rounds rstd as well (docs/semantics.md)."""
     rstd = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
     if casting_mode == "none":
         rstd = st_round(rstd, dtype)

@@ -115,7 +115,7 @@ def test_one_block_is_identity():
 
 
 def test_no_tokens():
-    """tokens = 0 is valid (docs/decisions.md: it gives dw = 0)"""
+    """tokens = 0 is valid (docs/semantics.md: it gives dw = 0)"""
     V = torch.randn(3, 0, 16, requires_grad=True)
     wq, wn = torch.randn(16, requires_grad=True), torch.randn(16, requires_grad=True)
     h = ut.attn_res(V, wq, wn)

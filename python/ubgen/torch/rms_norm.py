@@ -2,7 +2,7 @@
 
     X [..., H], W [H] or None  ->  Y [..., H];  rstd [rows] f32 saved
     y = x * rstd * (offset + w), with the rounding of casting_mode
-    ("llama", "gemma", "none"; docs/decisions.md)
+    ("llama", "gemma", "none"; docs/semantics.md)
 """
 import torch
 
