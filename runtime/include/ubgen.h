@@ -1,11 +1,12 @@
 /* ubgen: specialized, UB-budgeted kernels for fused training ops.
  *
- * The contract is ../shared/DESIGN.md ("Public C API"); docs/ explain the
- * rest. Rules every function follows: no exit or abort on bad input, no
- * printing (a log callback or UBGEN_LOG only); a failure returns a status and
- * sets a message naming the argument and its values (ubg_ctx_error); inputs
- * are validated before anything is written, so a failed call leaves outputs
- * untouched. A context may be used from several threads at once.
+ * docs/semantics.md says what each op computes, docs/environment.md what
+ * configures a context. Rules every function follows: no exit or abort on
+ * bad input, no printing (a log callback or UBGEN_LOG only); a failure
+ * returns a status and sets a message naming the argument and its values
+ * (ubg_ctx_error); inputs are validated before anything is written, so a
+ * failed call leaves outputs untouched. A context may be used from several
+ * threads at once.
  *
  * Tensors are dense, row-major, in the storage dtype of the call unless a
  * comment says f32; sizes are element counts. A tensor pointer must be
