@@ -1,7 +1,7 @@
 """The package as a user gets it: `make install` into a prefix, then
 imported from there by a fresh interpreter in another directory, with no
 UBGEN_LIB and no build tree on its path, running ops on each backend; and
-the README's Python example, run as written."""
+the README's C and Python examples, built and run as written."""
 import os
 import re
 import subprocess
@@ -61,6 +61,41 @@ def test_readme_python_example_runs_as_written(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     loss = float(r.stdout.split()[-1])
     assert 9.0 < loss < 12.0, r.stdout  # about ln(32000) = 10.4 at the start
+
+
+def test_readme_c_example_builds_and_runs_as_written(installed, tmp_path):
+    """the README's C program, compiled by the README's command against the
+    installed prefix, prints what double-precision formulas give"""
+    import numpy as np
+    prefix, _ = installed
+    with open(os.path.join(SRC, "README.md")) as f:
+        text = f.read()
+    blocks = re.findall(r"```c\n(.*?)```", text, re.S)
+    assert blocks, "README.md has no C example"
+    assert "cc app.c $(pkg-config --cflags --libs ubgen) -o app" in text
+    (tmp_path / "app.c").write_text(blocks[0])
+    env = _clean_env(PKG_CONFIG_PATH=str(prefix / "lib" / "pkgconfig"), LD_LIBRARY_PATH=str(prefix / "lib"))
+    r = subprocess.run("cc app.c $(pkg-config --cflags --libs ubgen) -o app && ./app", shell=True, cwd=str(tmp_path),
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    # the program's inputs, in double precision
+    rows, cols, vocab, dim, bt = 4, 1024, 512, 64, 8
+    x = (np.arange(rows * cols) % 7 - 3.0).reshape(rows, cols)
+    rstd = 1 / np.sqrt((x[0] ** 2).mean() + 1e-6)
+    got = re.search(r"rms_norm: y\[0\] = (\S+), rstd\[0\] = (\S+), by rms_norm_fwd_f32_\w+@\w+", out)
+    assert got, out
+    assert abs(float(got.group(1)) - x[0, 0] * rstd) < 1e-4 and abs(float(got.group(2)) - rstd) < 1e-4, out
+    assert "embedding: rows 0 0.05 5.11" in out, out
+    table = 0.01 * (np.arange(vocab * dim) // dim).astype(np.float32).astype(np.float64).reshape(vocab, dim)
+    h = (0.01 * np.float32(1) * (np.arange(bt * dim) % 13)).astype(np.float32).astype(np.float64).reshape(bt, dim)
+    logits = h @ table.T
+    m = logits.max(axis=1, keepdims=True)
+    lse = (m + np.log(np.exp(logits - m).sum(axis=1, keepdims=True)))[:, 0]
+    want = (lse - logits[np.arange(bt), 3 * np.arange(bt)]).mean()
+    got = re.search(r"flce: loss (\S+)", out)
+    assert got and abs(float(got.group(1)) - want) < 1e-3 * max(1, want), (out, want)
+    assert "refused: ubg_flce: target[0] = 512 is outside" in out, out
 
 
 def test_adding_a_kernel_walks_through_as_written(installed, tmp_path):
