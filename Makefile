@@ -11,6 +11,7 @@
 #                        a lean library: only the tuned variants and the default choices built in
 #                        (ubgen emit --tuned); any other variant a call needs goes through the JIT
 
+VERSION := 0.1.0
 PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
@@ -33,7 +34,8 @@ NPROC   ?= $(shell nproc 2>/dev/null || echo 2)
 WARN     := -Wall -Wextra -Wshadow -Wno-unused-parameter
 CFLAGS   ?= -O2 -g
 BASE     := -std=c11 -D_GNU_SOURCE -fPIC $(WARN)
-LIBFLAGS := $(BASE) -fvisibility=hidden -fopenmp -DUBGEN_SOURCE_DIR='"$(CURDIR)"' -DUBGEN_JIT_MARCH='"$(MARCH)"'
+LIBFLAGS := $(BASE) -fvisibility=hidden -fopenmp -DUBGEN_SOURCE_DIR='"$(CURDIR)"' -DUBGEN_JIT_MARCH='"$(MARCH)"' \
+            -DUBGEN_VERSION='"$(VERSION)"'
 # every kernel: the flags that make gcc and tcc agree bit for bit (no FMA contraction)
 KFLAGS   := -std=c11 -O3 -march=$(MARCH) -ffp-contract=off -fno-math-errno -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-function
 LDLIBS   := -ljansson -ltcc -ldl -lm -lpthread
@@ -45,7 +47,7 @@ $(error BLAS=$(BLAS): the only optional BLAS is openblas)
 endif
 
 GEN_LIB  := diag strbuf json_text json_loc expr spec_names spec_json spec_exprs spec_sections spec_load point ubplan variant render source emit fsutil specset bind strategy tunedb_index tunedb_read tunedb tuned
-GEN_CLI  := cli cmd_list cmd_plan plan_flce cmd_emit emit_tuned cmd_check cmd_tune cmd_tune_merge tune_timing tune_flce tune_svg shape_arg check_run check_ref
+GEN_CLI  := cli suggest help cmd_list cmd_plan plan_flce cmd_emit emit_tuned cmd_check cmd_tune cmd_tune_merge tune_timing tune_flce tune_svg shape_arg check_run check_ref
 # the typed entry points (runtime/op_*.c) are found, so a kernel's wrapper is one new file
 RUNTIME  := messages config registry kernels pools grid ctx launch jit jit_tcc jit_gcc datadir ce_rows \
   $(patsubst runtime/%.c,%,$(wildcard runtime/op_*.c))
@@ -113,7 +115,7 @@ $(BUILD)/obj/boot/ubgen.o: gen/cli/ubgen.c $(HEADERS)
 	$(CC) $(LIBFLAGS) $(CFLAGS) -DUBGEN_BOOT -c $< -o $@
 
 # the generator alone, to emit the kernels the library is built from
-BOOT_CLI := cli cmd_list cmd_plan cmd_emit emit_tuned shape_arg
+BOOT_CLI := cli suggest help cmd_list cmd_plan cmd_emit emit_tuned shape_arg
 $(BOOT): $(GEN_OBJS) $(BOOT_CLI:%=$(BUILD)/obj/gen/cli/%.o) $(BUILD)/obj/boot/ubgen.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fopenmp $^ $(LDLIBS) -o $@
@@ -163,7 +165,7 @@ install: all
 	install -m 644 runtime/include/ubgen.h $(DESTDIR)$(PREFIX)/include/ubgen.h
 	install -m 644 templates/ubgen_ref.h $(DESTDIR)$(PREFIX)/include/ubgen_ref.h
 	install -m 644 runtime/ubgen_aot.h $(DESTDIR)$(PREFIX)/include/ubgen_aot.h
-	sed -e 's|@PREFIX@|$(PREFIX)|g' mk/ubgen.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' mk/ubgen.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
 	install -m 644 $(SPECS) $(SPEC_REFS) $(DESTDIR)$(PREFIX)/share/ubgen/specs/
 	install -m 644 $(TEMPLATES) $(DESTDIR)$(PREFIX)/share/ubgen/templates/

@@ -143,7 +143,7 @@ static listing parse_listing(const char *text, const char *prefix) {
 Test(cli, help_exits_0_and_names_the_commands) {
   run_result r = ubgen("help");
   assert_status(r, 0);
-  cr_assert(strstr(r.out, "usage: ubgen"), "%s", r.out);
+  cr_assert(strstr(r.out, "Usage: ubgen"), "%s", r.out);
   cr_assert(strstr(r.out, "list"));
   cr_assert(strstr(r.out, "plan"));
   cr_assert(strstr(r.out, "emit"));
@@ -177,6 +177,111 @@ Test(cli, unknown_option_exits_2) {
   cr_assert(strstr(r.err, "--frob"), "%s", r.err);
   cr_assert_str_empty(r.out);
   run_free(&r);
+}
+
+/* ---- GNU conventions: --help, --version, global options, suggestions --------------- */
+
+Test(cli, every_command_has_help_on_stdout_with_exit_0) {
+  const char *cmds[] = {"list", "plan", "emit", "check", "tune", "tune merge"};
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+    for (int form = 0; form < 3; form++) {
+      run_result r = form == 0 ? ubgen("%s --help", cmds[i]) : form == 1 ? ubgen("%s -h", cmds[i]) : ubgen("help %s", cmds[i]);
+      assert_status(r, 0);
+      char want[64];
+      snprintf(want, sizeof want, "Usage: ubgen %s", cmds[i]);
+      cr_assert(strstr(r.out, want) == r.out, "%s (form %d) begins with \"%s\": %s", cmds[i], form, want, r.out);
+      cr_assert(strstr(r.out, "Exit status"), "%s: %s", cmds[i], r.out);
+      cr_assert_str_empty(r.err, "%s: %s", cmds[i], r.err);
+      run_free(&r);
+    }
+  /* --help wins over anything else on the line, even a bad option */
+  run_result r = ubgen("plan --frob --help");
+  assert_status(r, 0);
+  cr_assert(strstr(r.out, "Usage: ubgen plan"), "%s", r.out);
+  run_free(&r);
+  r = ubgen("help frobnicate");
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "frobnicate"), "%s", r.err);
+  run_free(&r);
+}
+
+Test(cli, version_and_a_complete_top_level_help) {
+  run_result r = ubgen("--version");
+  assert_status(r, 0);
+  int a, b, c;
+  cr_assert_eq(sscanf(r.out, "ubgen %d.%d.%d", &a, &b, &c), 3, "%s", r.out);
+  run_free(&r);
+  r = ubgen("--help");
+  assert_status(r, 0);
+  const char *named[] = {"tune merge", "--shard", "--svg", "--tuned", "flce.chunk", "--verbose", "--self-register",
+                         "--no-reference", "--version", "--specs", "--ub", "--margin", "Exit status"};
+  for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
+    cr_assert(strstr(r.out, named[i]), "the top-level help names %s: %s", named[i], r.out);
+  run_free(&r);
+}
+
+Test(cli, global_options_may_come_before_the_command) {
+  run_result before = ubgen("--specs %s/tests/specs --ub 256KiB list --kernel guard_probe", UBGEN_SRC);
+  run_result after = ubgen("list --kernel guard_probe --specs %s/tests/specs --ub 256KiB", UBGEN_SRC);
+  assert_status(before, 0);
+  assert_status(after, 0);
+  cr_assert(strstr(before.out, "guard_probe_fwd_f32"), "%s", before.out);
+  cr_assert_str_eq(before.out, after.out);
+  run_free(&before);
+  run_free(&after);
+  run_result r = ubgen("--ub=l1 --margin 0.5 list --kernel rms_norm");
+  assert_status(r, 0);
+  run_free(&r);
+  r = ubgen("--specs");
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "--specs"), "%s", r.err);
+  run_free(&r);
+}
+
+Test(cli, misspellings_get_a_suggestion) {
+  struct {
+    const char *args, *suggestion;
+  } cases[] = {
+      {"lst", "did you mean \"list\""},
+      {"list --kernal rms_norm", "did you mean --kernel"},
+      {"list --kernel rms_nrom", "did you mean \"rms_norm\""},
+      {"plan rms_nrom.fwd --dtype f32 --shape rows=2,cols=8", "did you mean \"rms_norm\""},
+      {"plan rms_norm.fdw --dtype f32 --shape rows=2,cols=8", "did you mean rms_norm.fwd"},
+      {"plan rms_norm.fwd --dtype f32 --shape rwos=2,cols=8", "did you mean rows"},
+      {"check rms_nrom", "did you mean \"rms_norm\""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    run_result r = ubgen("%s", cases[i].args);
+    assert_status(r, 2);
+    cr_assert(strstr(r.err, cases[i].suggestion), "%s: %s", cases[i].args, r.err);
+    run_free(&r);
+  }
+  /* an unknown kernel lists the known ones and says how to add more */
+  run_result r = ubgen("plan swiglo.fwd --dtype f32 --shape rows=2,cols=8");
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "kernels: ") && strstr(r.err, "layer_norm") && strstr(r.err, "UBGEN_SPEC_PATH"), "%s", r.err);
+  run_free(&r);
+  /* nothing near: no suggestion, the plain message */
+  r = ubgen("zzzzzzzz");
+  assert_status(r, 2);
+  cr_assert(!strstr(r.err, "did you mean"), "%s", r.err);
+  run_free(&r);
+}
+
+Test(cli, check_names_a_kernel_as_list_and_emit_do) {
+  run_result by_target = ubgen("check tune_probe --specs %s/tests/specs --no-reference", UBGEN_SRC);
+  run_result by_option = ubgen("check --kernel tune_probe --specs %s/tests/specs --no-reference", UBGEN_SRC);
+  run_result by_pass = ubgen("check tune_probe.fwd --specs %s/tests/specs --no-reference", UBGEN_SRC);
+  /* tune_probe's d64 variant is wrong on purpose: each form finds it (exit 1) */
+  assert_status(by_target, 1);
+  assert_status(by_option, 1);
+  assert_status(by_pass, 1);
+  cr_assert(strstr(by_target.out, "tune_probe_fwd_f32_d64"), "%s", by_target.out);
+  cr_assert_str_eq(by_target.out, by_option.out);
+  cr_assert_str_eq(by_target.out, by_pass.out); /* tune_probe has the one pass */
+  run_free(&by_target);
+  run_free(&by_option);
+  run_free(&by_pass);
 }
 
 /* ---- list -------------------------------------------------------------------------- */

@@ -1,5 +1,8 @@
 #include "cli.h"
 
+#include "help.h"
+#include "suggest.h"
+
 #include "../lib/fsutil.h"
 #include "../lib/source.h"
 
@@ -68,6 +71,11 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool
     return -1;
   }
   if (ignored) cli_error("%s: warning: ASCEND_UB_CAPACITY_BITS=\"%s\" ignored: not a positive bit count", cmd, getenv("ASCEND_UB_CAPACITY_BITS"));
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      cli_help(cmd, stdout);
+      return 1;
+    }
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     if (strncmp(a, "--", 2) != 0) {
@@ -75,7 +83,7 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool
         o->target = a;
         continue;
       }
-      cli_error("%s: unexpected argument \"%s\" (see `ubgen help`)", cmd, a);
+      cli_error("%s: unexpected argument \"%s\" (see `ubgen %s --help`)", cmd, a, cmd);
       return -1;
     }
     char name[64];
@@ -86,7 +94,11 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool
     memcpy(name, a + 2, nlen);
     name[nlen] = '\0';
     if (!accepts(accepted, name)) {
-      cli_error("%s: unknown option --%s (this command takes: --%s)", cmd, name, accepted);
+      char near[64];
+      if (cli_suggest_word(name, accepted, near, sizeof near))
+        cli_error("%s: unknown option --%s; did you mean --%s? (`ubgen %s --help` lists the options)", cmd, name, near,
+                  cmd);
+      else cli_error("%s: unknown option --%s (this command takes: --%s)", cmd, name, accepted);
       return -1;
     }
     bool is_flag = !strcmp(name, "json") || !strcmp(name, "self-register") || !strcmp(name, "no-kernels") ||
@@ -213,7 +225,9 @@ int cli_load_specs(cli_opts *o, ug_specset *set) {
   }
   for (int i = 0; i < o->nkernels; i++) {
     if (!ug_specset_find(set, o->kernels[i])) {
-      cli_error("%s: --kernel \"%s\" is not a known kernel", o->cmd, o->kernels[i]);
+      char known[1024];
+      cli_error("%s: --kernel \"%s\" is not a known kernel%s", o->cmd, o->kernels[i],
+                cli_known_kernels(set, o->kernels[i], known, sizeof known));
       ug_specset_free(set);
       return -1;
     }
@@ -223,6 +237,19 @@ fail:
   cli_diag(&d);
   ug_specset_free(set);
   return -1;
+}
+
+const char *cli_known_kernels(const ug_specset *set, const char *got, char *out, size_t n) {
+  const char *names[256] = {0};
+  int m = 0;
+  for (int i = 0; i < set->n && m < 256; i++) names[m++] = set->k[i]->name;
+  const char *near = cli_suggest(got, names, m);
+  size_t used = (size_t)snprintf(out, n, "%s%s%s (kernels: ", near ? "; did you mean \"" : "", near ? near : "",
+                                 near ? "\"?" : "");
+  for (int i = 0; i < m && used < n; i++)
+    used += (size_t)snprintf(out + used, n - used, "%s%s", names[i], i + 1 < m ? ", " : "");
+  if (used < n) snprintf(out + used, n - used, "; --specs DIR or UBGEN_SPEC_PATH adds more)");
+  return out;
 }
 
 int cli_find_pass(const ug_specset *set, const char *target, const ug_kernel **k, const ug_pass **p) {
@@ -235,7 +262,8 @@ int cli_find_pass(const ug_specset *set, const char *target, const ug_kernel **k
   snprintf(kname, sizeof kname, "%.*s", (int)(dot - target), target);
   *k = ug_specset_find(set, kname);
   if (!*k) {
-    cli_error("\"%s\": no kernel named \"%s\"", target, kname);
+    char known[1024];
+    cli_error("\"%s\": no kernel named \"%s\"%s", target, kname, cli_known_kernels(set, kname, known, sizeof known));
     return -1;
   }
   *p = ug_spec_pass(*k, dot + 1);
@@ -245,7 +273,13 @@ int cli_find_pass(const ug_specset *set, const char *target, const ug_kernel **k
       strncat(passes, (*k)->passes[i].name, sizeof passes - strlen(passes) - 3);
       if (i + 1 < (*k)->npasses) strncat(passes, ", ", sizeof passes - strlen(passes) - 1);
     }
-    cli_error("\"%s\": kernel %s has no pass \"%s\" (passes: %s)", target, kname, dot + 1, passes);
+    const char *names[32];
+    int n = 0;
+    for (int i = 0; i < (*k)->npasses && n < 32; i++) names[n++] = (*k)->passes[i].name;
+    const char *near = cli_suggest(dot + 1, names, n);
+    char mean[160] = "";
+    if (near) snprintf(mean, sizeof mean, "; did you mean %s.%s?", kname, near);
+    cli_error("\"%s\": kernel %s has no pass \"%s\"%s (passes: %s)", target, kname, dot + 1, mean, passes);
     return -1;
   }
   return 0;

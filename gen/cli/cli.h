@@ -5,6 +5,7 @@
 #define CLI_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../lib/specset.h"
@@ -44,11 +45,16 @@ typedef struct {
   char data_dir[4096];
 } cli_opts;
 
-/* Option names a command accepts, e.g. "specs ub json kernel dtype". */
+/* Option names a command accepts, e.g. "specs ub json kernel dtype". 0
+ * parsed, -1 bad usage (said on stderr), 1 --help or -h (the command's help
+ * is printed: exit 0). */
 int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool takes_target, cli_opts *o);
 int cli_load_specs(cli_opts *o, ug_specset *set);
 /* the library reads its own spec path: give it the --specs directories too */
 void cli_export_spec_path(const cli_opts *o);
+/* "; did you mean ...? (kernels: a, b, ...)" for a kernel name that is not
+ * one of set's, written into out */
+const char *cli_known_kernels(const ug_specset *set, const char *got, char *out, size_t n);
 /* Splits KERNEL.PASS; prints an error and returns -1 when it names nothing. */
 int cli_find_pass(const ug_specset *set, const char *target, const ug_kernel **k, const ug_pass **p);
 

@@ -166,7 +166,8 @@ static int check_pass(checker *C, const ug_pass *p) {
 
 int cli_cmd_check(int argc, char **argv) {
   cli_opts o;
-  if (cli_parse(argc, argv, "check", "specs ub margin dtype no-reference", true, &o) < 0) return EXIT_USAGE;
+  const int parsed = cli_parse(argc, argv, "check", "specs ub margin kernel dtype no-reference", true, &o);
+  if (parsed) return parsed < 0 ? EXIT_USAGE : EXIT_OK;
   ug_specset set;
   if (cli_load_specs(&o, &set) < 0) return EXIT_USAGE;
   cli_export_spec_path(&o);
@@ -181,14 +182,23 @@ int cli_cmd_check(int argc, char **argv) {
     return EXIT_USAGE;
   }
   int rc = EXIT_OK;
-  if (!o.target || !strcmp(o.target, "all")) {
-    for (int i = 0; i < set.n && rc == EXIT_OK; i++)
-      for (int j = 0; j < set.k[i]->npasses && rc == EXIT_OK; j++)
-        if (check_pass(&C, &set.k[i]->passes[j]) < 0) rc = EXIT_USAGE;
-  } else {
-    const ug_kernel *k;
-    const ug_pass *p;
+  /* what to check: KERNEL.PASS, a KERNEL's passes (as the target or
+   * --kernel, which cli_load_specs checked), or every kernel */
+  const bool all = (!o.target || !strcmp(o.target, "all")) && !o.nkernels;
+  const ug_kernel *k;
+  const ug_pass *p;
+  if (o.target && strchr(o.target, '.')) {
     if (cli_find_pass(&set, o.target, &k, &p) < 0 || check_pass(&C, p) < 0) rc = EXIT_USAGE;
+  } else if (o.target && strcmp(o.target, "all") && !ug_specset_find(&set, o.target)) {
+    char known[1024];
+    cli_error("check: no kernel named \"%s\"%s", o.target, cli_known_kernels(&set, o.target, known, sizeof known));
+    rc = EXIT_USAGE;
+  }
+  for (int i = 0; i < set.n && rc == EXIT_OK && !(o.target && strchr(o.target, '.')); i++) {
+    bool chosen = all || (o.target && !strcmp(o.target, set.k[i]->name));
+    for (int j = 0; j < o.nkernels; j++) chosen |= !strcmp(o.kernels[j], set.k[i]->name);
+    for (int j = 0; j < set.k[i]->npasses && rc == EXIT_OK && chosen; j++)
+      if (check_pass(&C, &set.k[i]->passes[j]) < 0) rc = EXIT_USAGE;
   }
   if (rc == EXIT_OK) {
     printf("check: %d runs, %d failed\n", C.runs, C.failures);

@@ -13,9 +13,9 @@
 
 int cli_cmd_emit(int argc, char **argv) {
   cli_opts o;
-  if (cli_parse(argc, argv, "emit", "specs ub margin kernel dtype out tuned registry self-register no-kernels", false,
-                &o) < 0)
-    return EXIT_USAGE;
+  const int parsed = cli_parse(argc, argv, "emit", "specs ub margin kernel dtype out tuned registry self-register no-kernels",
+                               false, &o);
+  if (parsed) return parsed < 0 ? EXIT_USAGE : EXIT_OK;
   if (!o.out) {
     cli_error("emit: --out DIR is required");
     return EXIT_USAGE;

@@ -16,7 +16,8 @@ static bool kernel_selected(const cli_opts *o, const char *name) {
 
 int cli_cmd_list(int argc, char **argv) {
   cli_opts o;
-  if (cli_parse(argc, argv, "list", "specs ub margin kernel dtype json", false, &o) < 0) return EXIT_USAGE;
+  const int parsed = cli_parse(argc, argv, "list", "specs ub margin kernel dtype json", false, &o);
+  if (parsed) return parsed < 0 ? EXIT_USAGE : EXIT_OK;
   ug_specset set;
   if (cli_load_specs(&o, &set) < 0) return EXIT_USAGE;
   json_t *arr = o.json ? json_array() : NULL;

@@ -32,7 +32,8 @@ static json_t *layout_json(const ug_variant *v) {
 
 int cli_cmd_plan(int argc, char **argv) {
   cli_opts o;
-  if (cli_parse(argc, argv, "plan", "specs ub margin dtype shape json verbose db", true, &o) < 0) return EXIT_USAGE;
+  const int parsed = cli_parse(argc, argv, "plan", "specs ub margin dtype shape json verbose db", true, &o);
+  if (parsed) return parsed < 0 ? EXIT_USAGE : EXIT_OK;
   if (!o.target) {
     cli_error("plan: which KERNEL.PASS? (for example: ubgen plan rms_norm.fwd --dtype bf16 --shape rows=2048,cols=4096)");
     return EXIT_USAGE;

@@ -422,7 +422,9 @@ static int tune_pass(tuner *T, const ug_pass *p) {
 int cli_cmd_tune(int argc, char **argv) {
   if (argc > 0 && !strcmp(argv[0], "merge")) return cli_cmd_tune_merge(argc - 1, argv + 1);
   cli_opts o;
-  if (cli_parse(argc, argv, "tune", "specs ub margin dtype shape backend db reps json svg shard no-reference", true, &o) < 0) return EXIT_USAGE;
+  const int parsed = cli_parse(argc, argv, "tune", "specs ub margin dtype shape backend db reps json svg shard no-reference",
+                               true, &o);
+  if (parsed) return parsed < 0 ? EXIT_USAGE : EXIT_OK;
   if (!o.target) {
     cli_error("tune: which KERNEL.PASS, or all? (for example: ubgen tune rms_norm.fwd --dtype bf16)");
     return EXIT_USAGE;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "help.h"
 #include "../lib/tunedb.h"
 
 enum { MAX_INPUTS = 1024 };
@@ -21,8 +22,17 @@ enum { MAX_INPUTS = 1024 };
 int cli_cmd_tune_merge(int argc, char **argv) {
   const char *out = NULL, *in[MAX_INPUTS];
   int nin = 0;
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      cli_help("tune merge", stdout);
+      return EXIT_OK;
+    }
   for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--db") || !strncmp(argv[i], "--db=", 5)) {
+    if (!strcmp(argv[i], "--specs") || !strcmp(argv[i], "--ub") || !strcmp(argv[i], "--margin")) {
+      i++; /* the options every command takes: nothing to merge does with them */
+    } else if (!strncmp(argv[i], "--specs=", 8) || !strncmp(argv[i], "--ub=", 5) || !strncmp(argv[i], "--margin=", 9)) {
+      continue;
+    } else if (!strcmp(argv[i], "--db") || !strncmp(argv[i], "--db=", 5)) {
       const char *v = argv[i][4] == '=' ? argv[i] + 5 : i + 1 < argc ? argv[++i] : NULL;
       if (!v || !*v) {
         cli_error("tune merge: --db needs a file");

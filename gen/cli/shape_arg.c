@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "suggest.h"
 
 enum { MAX_VALUES = 256, MAX_SHAPES = 4096 };
 
@@ -96,7 +97,17 @@ int cli_shape_envs(const ug_pass *p, const char *shape, int64_t **envs_out, int 
     *eq = '\0';
     int s = ug_pass_sym(p, tok);
     if (s < 0 || (p->syms[s].kind != UG_SYM_INT && p->syms[s].kind != UG_SYM_HAS)) {
-      cli_error("--shape: %s.%s has no int argument \"%s\"", k->name, p->name, tok);
+      const char *names[64];
+      char list[512] = "";
+      int n = 0;
+      for (int i = 0; i < p->nsyms && n < 64; i++)
+        if (p->syms[i].kind == UG_SYM_INT || p->syms[i].kind == UG_SYM_HAS) {
+          names[n++] = p->syms[i].name;
+          snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", n > 1 ? ", " : "", p->syms[i].name);
+        }
+      const char *near = cli_suggest(tok, names, n);
+      cli_error("--shape: %s.%s has no int argument \"%s\"%s%s%s (it has: %s)", k->name, p->name, tok,
+                near ? "; did you mean " : "", near ? near : "", near ? "?" : "", list);
       rc = -1;
       break;
     }
