@@ -268,6 +268,35 @@ Test(cli, misspellings_get_a_suggestion) {
   run_free(&r);
 }
 
+Test(cli, json_and_counts_read_as_written) {
+  /* a margin of 0.9 prints as 0.9, and the shape is an object, as the DB keeps it */
+  run_result r = ubgen("plan rms_norm.fwd --dtype bf16 --shape rows=3,cols=100 --json");
+  assert_status(r, 0);
+  cr_assert(strstr(r.out, "\"safety_margin\": 0.9,"), "%s", r.out);
+  json_error_t e;
+  json_t *j = json_loads(r.out, 0, &e);
+  cr_assert_not_null(j, "%s", e.text);
+  json_t *shape = json_object_get(j, "shape");
+  cr_assert(json_is_object(shape), "%s", r.out);
+  cr_assert_eq(json_integer_value(json_object_get(shape, "rows")), 3);
+  cr_assert_eq(json_integer_value(json_object_get(shape, "cols")), 100);
+  json_decref(j);
+  run_free(&r);
+  r = ubgen("plan flce.chunk --dtype bf16 --shape bt=100,hidden=64,vocab=1000 --json");
+  assert_status(r, 0);
+  j = json_loads(r.out, 0, &e);
+  cr_assert_not_null(j, "%s", e.text);
+  cr_assert_eq(json_integer_value(json_object_get(json_object_get(j, "shape"), "vocab")), 1000);
+  cr_assert_eq(json_integer_value(json_object_get(json_object_get(j, "bucket"), "vocab")), 1024);
+  json_decref(j);
+  run_free(&r);
+  /* one of a thing is singular */
+  r = ubgen("list --kernel guard_probe --specs %s/tests/specs", UBGEN_SRC);
+  assert_status(r, 0);
+  cr_assert(strstr(r.out, "\n1 variant, 1 fit the budget\n"), "%s", r.out);
+  run_free(&r);
+}
+
 Test(cli, check_names_a_kernel_as_list_and_emit_do) {
   run_result by_target = ubgen("check tune_probe --specs %s/tests/specs --no-reference", UBGEN_SRC);
   run_result by_option = ubgen("check --kernel tune_probe --specs %s/tests/specs --no-reference", UBGEN_SRC);
@@ -1494,7 +1523,10 @@ Test(cli, tune_writes_the_db_and_plan_follows_it) {
   json_t *j = json_loads(r.out, 0, &e);
   cr_assert_not_null(j, "--json prints JSON on stdout: %s", e.text);
   cr_assert_eq(json_array_size(j), 1);
-  cr_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 0), "shape")), "rows=200,cols=512");
+  json_t *shape = json_object_get(json_array_get(j, 0), "shape"); /* an object, as the DB keeps shapes */
+  cr_assert(json_is_object(shape) && json_object_size(shape) == 2, "shape: %s", r.out);
+  cr_assert_eq(json_integer_value(json_object_get(shape, "rows")), 200);
+  cr_assert_eq(json_integer_value(json_object_get(shape, "cols")), 512);
   json_decref(j);
   run_free(&r);
   char path[400];
@@ -1743,7 +1775,7 @@ Test(cli, emit_tuned_keeps_the_tuned_and_default_variants) {
                  "\"rejected_ub\": 0}]}");
   run_result r = ubgen("emit --kernel rms_norm --out %s --tuned %s", out, db);
   assert_status(r, 0);
-  cr_assert(strstr(r.err, "1 tuned entries") && strstr(r.err, "1 entries tuned at another UB budget not used"), "%s",
+  cr_assert(strstr(r.err, "1 tuned entry ") && strstr(r.err, "1 entry tuned at another UB budget not used"), "%s",
             r.err);
   run_free(&r);
   char **names;
@@ -1940,7 +1972,10 @@ Test(cli, plan_flce_chunk_follows_the_tuning_db) {
   cr_assert_eq(jint(j, "chunk"), 32);
   cr_assert_str_eq(jstr(j, "source"), "tuned");
   cr_assert_str_eq(jstr(j, "tuned_variant"), "chunk=32");
-  cr_assert_str_eq(jstr(j, "bucket"), "bt=4096,hidden=1024,vocab=32768");
+  json_t *bucket = json_object_get(j, "bucket"); /* an object, as the DB keeps shapes */
+  cr_assert_eq(json_integer_value(json_object_get(bucket, "bt")), 4096);
+  cr_assert_eq(json_integer_value(json_object_get(bucket, "hidden")), 1024);
+  cr_assert_eq(json_integer_value(json_object_get(bucket, "vocab")), 32768);
   cr_assert(strstr(jstr(j, "why"), "900.0 us") && strstr(jstr(j, "why"), "chunk=128"), "%s", jstr(j, "why"));
   cr_assert_null(json_object_get(j, "not_tuned"));
   cr_assert_eq(jint(j, "chunks"), 125);

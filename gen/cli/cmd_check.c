@@ -201,7 +201,7 @@ int cli_cmd_check(int argc, char **argv) {
       if (check_pass(&C, &set.k[i]->passes[j]) < 0) rc = EXIT_USAGE;
   }
   if (rc == EXIT_OK) {
-    printf("check: %d runs, %d failed\n", C.runs, C.failures);
+    printf("check: %d %s, %d failed\n", C.runs, C.runs == 1 ? "run" : "runs", C.failures);
     if (C.failures) rc = EXIT_FAILED;
   }
   ubg_ctx_destroy(C.ctx);

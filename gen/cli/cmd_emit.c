@@ -111,10 +111,13 @@ int cli_cmd_emit(int argc, char **argv) {
   fprintf(stderr, "ubgen emit: %d variants of %d kernels into %s (%d files written, %d unchanged, %d removed)\n", nall,
           nk, o.out, st.written, st.unchanged, st.removed);
   if (o.tuned) {
-    fprintf(stderr, "ubgen emit: --tuned %s: %d tuned entries and the default choices kept %d of the %d variants that fit",
-            o.tuned, ts.tuned, nall, considered);
-    if (ts.other_ub) fprintf(stderr, "; %d entries tuned at another UB budget not used", ts.other_ub);
-    if (ts.unknown) fprintf(stderr, "; %d entries naming variants the specs do not have not used", ts.unknown);
+    fprintf(stderr, "ubgen emit: --tuned %s: %d tuned %s and the default choices kept %d of the %d variants that fit",
+            o.tuned, ts.tuned, ts.tuned == 1 ? "entry" : "entries", nall, considered);
+    if (ts.other_ub)
+      fprintf(stderr, "; %d %s tuned at another UB budget not used", ts.other_ub, ts.other_ub == 1 ? "entry" : "entries");
+    if (ts.unknown)
+      fprintf(stderr, "; %d %s naming variants the specs do not have not used", ts.unknown,
+              ts.unknown == 1 ? "entry" : "entries");
     fprintf(stderr, "\n");
   }
   rc = EXIT_OK;

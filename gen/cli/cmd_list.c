@@ -65,12 +65,12 @@ int cli_cmd_list(int argc, char **argv) {
   if (o.json) {
     json_t *root = json_pack("{s:I, s:o}", "ub_bytes", (json_int_t)o.budget.ub_bytes, "variants", arr);
     arr = NULL;
-    char *s = json_dumps(root, JSON_INDENT(2));
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
     if (s) puts(s);
     free(s);
     json_decref(root);
   } else {
-    printf("%d variants, %d fit the budget\n", total, fitting);
+    printf("%d %s, %d fit the budget\n", total, total == 1 ? "variant" : "variants", fitting);
   }
 out:
   json_decref(arr);

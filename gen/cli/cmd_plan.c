@@ -120,8 +120,8 @@ int cli_cmd_plan(int argc, char **argv) {
     snprintf(shape_text + l, sizeof shape_text - l, "%s%s=%lld", i ? "," : "", k->shape[i], (long long)env[s]);
   }
   if (o.json) {
-    root = json_pack("{s:s, s:s, s:s, s:s, s:I, s:f, s:I}", "kernel", k->name, "pass", p->name, "dtype",
-                     ug_dtype_name(dtype), "shape", shape_text, "ub_bytes", (json_int_t)o.budget.ub_bytes,
+    root = json_pack("{s:s, s:s, s:s, s:o, s:I, s:f, s:I}", "kernel", k->name, "pass", p->name, "dtype",
+                     ug_dtype_name(dtype), "shape", cli_shape_json(p, env), "ub_bytes", (json_int_t)o.budget.ub_bytes,
                      "safety_margin", ug_budget_margin(&o.budget, k), "usable", (json_int_t)usable);
     if (choice.chosen >= 0) {
       json_object_set_new(root, "variant", json_string(vs[choice.chosen].name));
@@ -193,7 +193,7 @@ int cli_cmd_plan(int argc, char **argv) {
   }
   if (o.json) {
     json_object_set_new(root, "variants", cands);
-    char *s = json_dumps(root, JSON_INDENT(2));
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
     if (s) puts(s);
     free(s);
   }

@@ -341,8 +341,9 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
                                             (json_int_t)vs[cand[c].index].footprint, "median_us",
                                             cand[c].wrong ? json_null() : json_real(cand[c].median * 1e6), "wrong",
                                             cand[c].wrong));
-    json_array_append_new(T->json, json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:f, s:s?, s:o, s:I, s:o}", "kernel",
-                                             k->name, "pass", p->name, "dtype", ug_dtype_name(dtype), "shape", shape,
+    json_array_append_new(T->json, json_pack("{s:s, s:s, s:s, s:o, s:I, s:s, s:f, s:s?, s:o, s:I, s:o}", "kernel",
+                                             k->name, "pass", p->name, "dtype", ug_dtype_name(dtype), "shape",
+                                             cli_shape_json(p, env),
                                              "ub_bytes", (json_int_t)e.ub_bytes, "variant", e.variant, "median_us",
                                              e.median_us, "default_variant", dflt >= 0 ? e.default_variant : NULL,
                                              "default_median_us", dflt >= 0 ? json_real(e.default_median_us) : json_null(),
@@ -515,7 +516,7 @@ int cli_cmd_tune(int argc, char **argv) {
   }
   cli_svg_free(&svg);
   if (T.json) {
-    char *s = json_dumps(T.json, JSON_INDENT(2));
+    char *s = json_dumps(T.json, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
     if (s) puts(s);
     free(s);
     json_decref(T.json);

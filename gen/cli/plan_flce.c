@@ -215,8 +215,11 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
 
   if (o->json) {
     json_t *root = json_pack(
-        "{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:s, s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-        "kernel", "flce", "pass", "chunk", "dtype", ug_dtype_name(dtype), "shape", shape, "bucket", bucket, "ub_bytes",
+        "{s:s, s:s, s:s, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I}, s:I, s:I, s:s, s:s, s:I, s:s, s:s, s:s, s:I, s:I, s:I, "
+        "s:I, s:I, s:I, s:I, s:I}",
+        "kernel", "flce", "pass", "chunk", "dtype", ug_dtype_name(dtype), "shape", "bt", (json_int_t)bt, "hidden",
+        (json_int_t)hidden, "vocab", (json_int_t)vocab, "bucket", "bt", (json_int_t)bucket_v[0], "hidden",
+        (json_int_t)bucket_v[1], "vocab", (json_int_t)bucket_v[2], "ub_bytes",
         (json_int_t)ctx->ub_bytes, "chunk", (json_int_t)ch.chunk, "source", ch.chunk_source, "why", why, "rule_chunk",
         (json_int_t)rule, "gemm", ch.openblas ? "openblas" : "generated", "gemm_source", ch.gemm_source, "gemm_why",
         gemm_why, "chunks", (json_int_t)nchunks, "last_chunk", (json_int_t)last, "scratch_bytes",
@@ -227,7 +230,7 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
     if (ch.entry) json_object_set_new(root, "tuned_variant", json_string(ch.entry->variant));
     if (refused)
       json_object_set_new(root, "error", json_string("UBGEN_FLCE_GEMM=openblas, but this build has no OpenBLAS"));
-    char *s = json_dumps(root, JSON_INDENT(2));
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
     if (s) puts(s);
     free(s);
     json_decref(root);

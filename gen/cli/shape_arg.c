@@ -176,6 +176,13 @@ int cli_shape_envs(const ug_pass *p, const char *shape, int64_t **envs_out, int 
   return 0;
 }
 
+json_t *cli_shape_json(const ug_pass *p, const int64_t *env) {
+  json_t *o = json_object();
+  for (int i = 0; o && i < p->kernel->nshape; i++)
+    json_object_set_new(o, p->kernel->shape[i], json_integer(env[ug_pass_sym(p, p->kernel->shape[i])]));
+  return o;
+}
+
 int cli_shape_env(const ug_pass *p, const char *shape, int64_t *env) {
   int64_t *envs;
   int n;

@@ -6,6 +6,8 @@
 #ifndef CLI_SHAPE_ARG_H
 #define CLI_SHAPE_ARG_H
 
+#include <jansson.h>
+
 #include "../lib/spec.h"
 
 /* Fills env (nsyms slots): int args and has_* (all optional tensors present
@@ -15,5 +17,9 @@ int cli_shape_env(const ug_pass *p, const char *shape, int64_t *env);
 /* Every shape the lists and ranges give: *envs holds *n blocks of nsyms + 1
  * slots (free it). -1 with a message printed on bad input. */
 int cli_shape_envs(const ug_pass *p, const char *shape, int64_t **envs, int *n);
+
+/* the kernel's shape in env as a JSON object {name: value, ...}, in the
+ * spec's shape order, as the tuning DB keeps shapes */
+json_t *cli_shape_json(const ug_pass *p, const int64_t *env);
 
 #endif

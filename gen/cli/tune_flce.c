@@ -234,10 +234,9 @@ int cli_tune_flce_chunk(const cli_tune_sink *s, int dtype, cli_flce_shape sh, in
                                             (json_int_t)(cand[c].chunk * v * 4),
                                             "median_us", timed[c].wrong ? json_null() : json_real(timed[c].median * 1e6),
                                             "wrong", cand[c].wrong));
-    char shape[160];
-    snprintf(shape, sizeof shape, "bt=%lld,hidden=%lld,vocab=%lld", (long long)bt, (long long)h, (long long)v);
-    json_array_append_new(s->json, json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:f, s:s, s:f, s:o}", "kernel", "flce",
-                                             "pass", "chunk", "dtype", ug_dtype_name(dtype), "shape", shape, "ub_bytes",
+    json_array_append_new(s->json, json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:I}, s:I, s:s, s:f, s:s, s:f, s:o}", "kernel",
+                                             "flce", "pass", "chunk", "dtype", ug_dtype_name(dtype), "shape", "bt",
+                                             (json_int_t)bt, "hidden", (json_int_t)h, "vocab", (json_int_t)v, "ub_bytes",
                                              (json_int_t)e.ub_bytes, "variant", e.variant, "median_us", e.median_us,
                                              "default_variant", e.default_variant, "default_median_us",
                                              e.default_median_us, "variants", vars));
