@@ -1,7 +1,8 @@
 # ubgen: build, test, run, emit, install.
 #   make                 build/bin/ubgen, build/lib/libubgen.a and .so (all feasible kernels)
 #   make test            install missing packages (as root), build, run the test suite
-#   make run             install missing packages (as root), build, tune every kernel (DB + SVG in build/)
+#   make run             install missing packages (as root), build, tune every kernel into the DB the
+#                        library reads (UBGEN_TUNING_DB, else ~/.cache/ubgen/tuning.json); SVG in build/
 #   make install PREFIX=/usr/local DESTDIR=
 #   make MARCH=x86-64-v3 kernels for another CPU (default: this one)
 #   make UB=256KiB       the UB budget the built-in kernels are emitted for
@@ -153,8 +154,8 @@ include mk/fuzz.mk
 run: deps deps-bench
 	$(MAKE) -j$(NPROC) all bench-build
 	$(UBGEN) list | tail -n 1
-	$(UBGEN) tune all --db $(BUILD)/tuning.json --svg $(BUILD)/tuning.svg
-	$(UBGEN) plan rms_norm.fwd --dtype bf16 --shape rows=2048,cols=4096 --db $(BUILD)/tuning.json | head -n 4
+	$(UBGEN) tune all --svg $(BUILD)/tuning.svg
+	$(UBGEN) plan rms_norm.fwd --dtype bf16 --shape rows=2048,cols=4096 | head -n 4
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \

@@ -131,14 +131,10 @@ static const char *cache_dir(ubg_ctx *ctx, char *buf, size_t n, char *why, size_
     }
     dir = buf;
   }
-  if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-    /* a missing parent: make it (mkdir -p, 0700 for the last level) */
-    ug_diag d;
-    if (ug_mkdirs(dir, &d) < 0) {
-      snprintf(why, whyn, "cannot create the cache directory %s: %.300s", dir, d.text);
-      return NULL;
-    }
-    chmod(dir, 0700);
+  ug_diag d;
+  if (ug_mkdir_private(dir, &d) < 0) {
+    snprintf(why, whyn, "cannot create the cache directory %s: %.300s", dir, d.text);
+    return NULL;
   }
   struct stat st;
   if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {

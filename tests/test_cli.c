@@ -297,6 +297,33 @@ Test(cli, json_and_counts_read_as_written) {
   run_free(&r);
 }
 
+Test(cli, plan_reads_what_tune_wrote_by_default_and_a_missing_db_is_an_error) {
+  run_result r = ubgen("plan rms_norm.fwd --dtype bf16 --shape rows=200,cols=512 --db %s/nope.json", scratch);
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "nope.json") && strstr(r.err, "must exist"), "a typo in a path is not silent: %s", r.err);
+  cr_assert_str_empty(r.out);
+  run_free(&r);
+  /* nothing tuned yet: the plan says where it looked */
+  r = ubgen("plan rms_norm.fwd --dtype bf16 --shape rows=200,cols=512 --json");
+  assert_status(r, 0);
+  char where[400];
+  snprintf(where, sizeof where, "no tuning DB at %s/cache/tuning.json", scratch);
+  cr_assert(strstr(r.out, "\"source\": \"default\"") && strstr(r.out, where), "%s", r.out);
+  run_free(&r);
+  /* tune without --db writes where the library reads; plan without --db reads it */
+  r = ubgen("tune rms_norm.fwd --dtype bf16 --shape rows=200,cols=512 --reps 2");
+  assert_status(r, 0);
+  run_free(&r);
+  char db[400];
+  snprintf(db, sizeof db, "%s/cache/tuning.json", scratch);
+  struct stat st;
+  cr_assert_eq(stat(db, &st), 0, "tune wrote %s", db);
+  r = ubgen("plan rms_norm.fwd --dtype bf16 --shape rows=200,cols=512 --json");
+  assert_status(r, 0);
+  cr_assert(strstr(r.out, "\"source\": \"tuned\""), "%s", r.out);
+  run_free(&r);
+}
+
 Test(cli, check_names_a_kernel_as_list_and_emit_do) {
   run_result by_target = ubgen("check tune_probe --specs %s/tests/specs --no-reference", UBGEN_SRC);
   run_result by_option = ubgen("check --kernel tune_probe --specs %s/tests/specs --no-reference", UBGEN_SRC);

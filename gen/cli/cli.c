@@ -5,11 +5,14 @@
 
 #include "../lib/fsutil.h"
 #include "../lib/source.h"
+#include "../lib/tunedb.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void cli_error(const char *fmt, ...) {
@@ -282,6 +285,22 @@ int cli_find_pass(const ug_specset *set, const char *target, const ug_kernel **k
     cli_error("\"%s\": kernel %s has no pass \"%s\"%s (passes: %s)", target, kname, dot + 1, mean, passes);
     return -1;
   }
+  return 0;
+}
+
+int cli_db_to_read(const cli_opts *o, char *path, size_t n) {
+  path[0] = '\0';
+  if (o->db) {
+    struct stat st;
+    if (stat(o->db, &st) != 0) {
+      cli_error("%s: --db %s: %s (a DB to read must exist; `ubgen tune --db %s` writes one)", o->cmd, o->db,
+                strerror(errno), o->db);
+      return -1;
+    }
+    snprintf(path, n, "%s", o->db);
+    return 0;
+  }
+  if (ug_tunedb_default_path(getenv("UBGEN_TUNING_DB"), getenv("UBGEN_CACHE_DIR"), path, n) < 0) path[0] = '\0';
   return 0;
 }
 

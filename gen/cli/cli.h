@@ -50,6 +50,11 @@ typedef struct {
  * is printed: exit 0). */
 int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool takes_target, cli_opts *o);
 int cli_load_specs(cli_opts *o, ug_specset *set);
+/* the tuning DB a command reads: --db, which must exist (a typo in a path
+ * is an error, exit 2), else where the library reads it (UBGEN_TUNING_DB,
+ * else the cache directory's tuning.json), which may not exist yet; "" when
+ * there is no such place. 0, or -1 with the error printed. */
+int cli_db_to_read(const cli_opts *o, char *path, size_t n);
 /* the library reads its own spec path: give it the --specs directories too */
 void cli_export_spec_path(const cli_opts *o);
 /* "; did you mean ...? (kernels: a, b, ...)" for a kernel name that is not

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../lib/bind.h"
 #include "cli.h"
@@ -82,10 +83,18 @@ int cli_cmd_plan(int argc, char **argv) {
     cli_diag(&d);
     goto out;
   }
-  /* the tuning DB (--db, else $UBGEN_TUNING_DB) overrides the default, as at run time */
-  const char *db_path = o.db ? o.db : getenv("UBGEN_TUNING_DB");
+  /* the tuning DB overrides the default strategy, as at run time: --db, else
+   * the one the library reads */
+  char db_file[4096];
+  if (cli_db_to_read(&o, db_file, sizeof db_file) < 0) goto out;
+  const char *db_path = db_file[0] ? db_file : NULL;
   const char *source = "default";
-  char tuned_why[512] = "no tuning DB given (--db or UBGEN_TUNING_DB)";
+  char tuned_why[512] = "no tuning DB (--db, UBGEN_TUNING_DB, UBGEN_CACHE_DIR or HOME names one)";
+  struct stat st;
+  if (db_path && stat(db_path, &st) != 0) {
+    snprintf(tuned_why, sizeof tuned_why, "no tuning DB at %.400s (`ubgen tune` and `make run` write it there)", db_path);
+    db_path = NULL;
+  }
   if (db_path) {
     ug_tunedb db;
     char warn[1024];

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "../lib/bind.h"
+#include "../lib/fsutil.h"
 #include "check_run.h"
 #include "cli.h"
 #include "shape_arg.h"
@@ -465,7 +466,21 @@ int cli_cmd_tune(int argc, char **argv) {
   /* --db, else $UBGEN_TUNING_DB, else where the runtime looks; refused
    * before the sweep if the save could not succeed (not a DB this version
    * reads, another machine's timings, its lock or directory unusable) */
-  ug_tunedb_default_path(o.db ? o.db : getenv("UBGEN_TUNING_DB"), getenv("UBGEN_CACHE_DIR"), path, sizeof path);
+  const char *named = o.db ? o.db : getenv("UBGEN_TUNING_DB");
+  ug_tunedb_default_path(named, getenv("UBGEN_CACHE_DIR"), path, sizeof path);
+  if (!named) { /* the library's own place, the cache directory: made as the library makes it */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    ug_diag d;
+    if (slash && slash != dir) *slash = '\0';
+    if (slash && slash != dir && ug_mkdir_private(dir, &d) < 0) {
+      cli_error("tune: %s; nothing tuned", d.text);
+      ubg_ctx_destroy(ctx);
+      ug_specset_free(&set);
+      return EXIT_USAGE;
+    }
+  }
   if (ug_tunedb_check_target(path, db.cpu, err, sizeof err) != 0) {
     cli_error("tune: %s; nothing tuned", err);
     ubg_ctx_destroy(ctx);

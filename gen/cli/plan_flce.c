@@ -84,11 +84,11 @@ static void not_tuned(const ubg_ctx *ctx, const rt_flce_choice *ch, const char *
                       const int64_t bucket_v[3], const char *bucket, char *why, size_t n) {
   struct stat st;
   if (!db_path) {
-    snprintf(why, n, "no tuning DB given (--db or UBGEN_TUNING_DB)");
+    snprintf(why, n, "no tuning DB (--db, UBGEN_TUNING_DB, UBGEN_CACHE_DIR or HOME names one)");
   } else if (db_load == 1) {
     snprintf(why, n, "the tuning DB is unusable: %s", db_warn);
   } else if (!ctx->tunedb.n && stat(db_path, &st) != 0) {
-    snprintf(why, n, "the tuning DB %s does not exist", db_path);
+    snprintf(why, n, "no tuning DB at %.400s (`ubgen tune` and `make run` write it there)", db_path);
   } else if (!ch->entry) {
     int l = snprintf(why, n, "no tuning entry for flce.chunk %s at bucket %s, ub_bytes %lld", ug_dtype_name(dtype),
                      bucket, (long long)ctx->ub_bytes);
@@ -133,8 +133,10 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
       return EXIT_USAGE;
     }
   }
-  /* the tuning DB: --db, else $UBGEN_TUNING_DB, as plan KERNEL.PASS */
-  const char *db_path = o->db ? o->db : getenv("UBGEN_TUNING_DB");
+  /* the tuning DB: --db, else the one the library reads, as plan KERNEL.PASS */
+  char db_file[4096];
+  if (cli_db_to_read(o, db_file, sizeof db_file) < 0) return EXIT_USAGE;
+  const char *db_path = db_file[0] ? db_file : NULL;
   int db_load = 0;
   char db_warn[1024] = "";
   if (db_path) { /* loaded here for its warning; the context loads it alike */

@@ -179,6 +179,13 @@ int ug_mkdirs(const char *path, ug_diag *d) {
   return 0;
 }
 
+int ug_mkdir_private(const char *path, ug_diag *d) {
+  if (mkdir(path, 0700) == 0 || errno == EEXIST) return 0;
+  if (ug_mkdirs(path, d) < 0) return -1;
+  chmod(path, 0700);
+  return 0;
+}
+
 bool ug_is_dir(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);

@@ -21,6 +21,10 @@ int ug_write_atomic(const char *path, const void *data, size_t len, ug_diag *d);
 bool ug_file_equals(const char *path, const void *data, size_t len);
 /* mkdir -p, mode 0755 */
 int ug_mkdirs(const char *path, ug_diag *d);
+/* a directory only this user may enter (a cache): made 0700 when missing,
+ * its missing parents as ug_mkdirs makes them; an existing one is left as
+ * it is (the caller judges whether it is safe) */
+int ug_mkdir_private(const char *path, ug_diag *d);
 bool ug_is_dir(const char *path);
 bool ug_is_file(const char *path);
 
