@@ -25,9 +25,14 @@ $(TKLIST): $(BUILD)/gen/test/MANIFEST
 # flags one test alone needs: TEST_FLAGS_<name> (after CFLAGS, so they win)
 TEST_FLAGS_test_half_v16 := -march=$(MARCH) -ffp-contract=off
 
-$(BUILD)/tests/%: tests/%.c $(REF_OBJS) $(TKLIST) $(LIB_A) $(HEADERS)
+# command-line sources one test alone links (the library has none): TEST_SRCS_<name>
+TEST_SRCS_test_tune_timing := gen/cli/tune_timing.c
+
+.SECONDEXPANSION:
+$(BUILD)/tests/%: tests/%.c $(REF_OBJS) $(TKLIST) $(LIB_A) $(HEADERS) $$(TEST_SRCS_$$*)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) $(CFLAGS) $(TEST_FLAGS_$*) $< $(REF_OBJS) $$(cat $(TKLIST)) $(LIB_A) -lcriterion $(LDLIBS) -o $@
+	$(CC) $(TEST_CFLAGS) $(CFLAGS) $(TEST_FLAGS_$*) $< $(TEST_SRCS_$*) $(REF_OBJS) $$(cat $(TKLIST)) $(LIB_A) -lcriterion \
+	  $(LDLIBS) -o $@
 
 # A library built with UBGEN_AOT=0 (no built-in kernels) must serve every
 # op through the JIT: built beside the main one, checked by its own test.

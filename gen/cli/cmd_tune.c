@@ -29,7 +29,7 @@ static FILE *out; /* the table: stdout, or stderr when stdout carries --json */
 
 typedef struct {
   int index;      /* into the enumerated variants */
-  double median;
+  double median; /* seconds per call */
   bool wrong;
   bool pruned; /* timed once: over 3x the fastest */
   bool failed, ref_ok, same_bits; /* verification: the call failed; within tolerance; the default's bits */
@@ -276,16 +276,16 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
   int trc = cli_time_candidates(timed, ncand, reps, run_candidate, show_round, &tc);
   cli_progress_done();
   ubg_set_variant(ctx, k->name, p->name, NULL);
-  for (int c = 0; c < ncand; c++) cand[c].median = timed[c].median, cand[c].pruned = timed[c].pruned;
+  for (int c = 0; c < ncand; c++) {
+    cand[c].median = timed[c].median, cand[c].pruned = timed[c].pruned;
+    if (!cand[c].wrong && cand[c].index == ch.chosen) dflt = c;
+  }
+  /* the fastest, unless its win over the default is inside the noise */
+  int fastest = -1;
+  double noise = 0;
+  const int best = trc < 0 ? -1 : cli_pick(timed, ncand, dflt, &fastest, &noise);
   free(timed);
   if (trc < 0) goto out;
-  int best = -1, dcand = -1;
-  for (int c = 0; c < ncand; c++) {
-    if (cand[c].wrong) continue;
-    if (best < 0 || cand[c].median < cand[best].median) best = c;
-    if (cand[c].index == ch.chosen) dcand = c;
-  }
-  dflt = dcand;
   if (best < 0) {
     fprintf(out, "  every candidate was wrong: no entry written\n");
     rc = 0;
@@ -302,10 +302,13 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
     char ratio[32] = "-";
     if (dflt >= 0) snprintf(ratio, sizeof ratio, "%.2fx", base / cand[c].median);
     fprintf(out, "  %-44s %10lld %12.1f %9s%s%s%s\n", v->name, (long long)v->footprint, cand[c].median * 1e6, ratio,
-            c == best ? "  fastest" : "", c == dflt ? "  default" : "", cand[c].pruned ? "  (timed once)" : "");
+            c == fastest ? "  fastest" : "", c == dflt ? "  default" : "", cand[c].pruned ? "  (timed once)" : "");
   }
   const ug_variant *bv = &vs[cand[best].index];
-  if (dflt >= 0)
+  if (dflt >= 0 && best != fastest)
+    fprintf(out, "  tuned %s, the default: the fastest, %s, is %.2fx it, inside the noise (+-%.1f%%)\n", bv->name,
+            vs[cand[fastest].index].name, base / cand[fastest].median, 100 * noise);
+  else if (dflt >= 0)
     fprintf(out, "  tuned %s: %.1f us, %.2fx the default %s (%.1f us)\n", bv->name, cand[best].median * 1e6,
            base / cand[best].median, vs[cand[dflt].index].name, base * 1e6);
   else if (ch.chosen >= 0)

@@ -182,19 +182,25 @@ int cli_tune_flce_chunk(const cli_tune_sink *s, int dtype, cli_flce_shape sh, in
   r.good = good;
   if (cli_time_candidates(timed, n, reps, run_one, show_round, &r) < 0) goto done;
   cli_progress_done();
-  int best = 0;
-  for (int c = 0; c < n; c++)
-    if (!timed[c].wrong && timed[c].median < timed[best].median) best = c;
+  /* the fastest, unless its win over Liger's rule (candidate 0) is inside the noise */
+  int fastest;
+  double noise;
+  int best = cli_pick(timed, n, 0, &fastest, &noise);
+  if (best < 0) best = 0;
   const double base = timed[0].median;
   fprintf(out, "  %-28s %14s %12s %9s\n", "candidate", "scratch bytes", "median ms", "vs default");
   for (int c = 0; c < n; c++) {
     if (timed[c].wrong) continue;
     fprintf(out, "  %-28s %14lld %12.1f %8.2fx%s%s%s\n", cand[c].name, (long long)(cand[c].chunk * v * 4),
-            timed[c].median * 1e3, base / timed[c].median, c == best ? "  fastest" : "", c == 0 ? "  default" : "",
+            timed[c].median * 1e3, base / timed[c].median, c == fastest ? "  fastest" : "", c == 0 ? "  default" : "",
             timed[c].pruned ? "  (timed once)" : "");
   }
-  fprintf(out, "  tuned %s: %.1f ms, %.2fx the default %s (Liger's rule, %.1f ms)\n", cand[best].name,
-          timed[best].median * 1e3, base / timed[best].median, cand[0].name, base * 1e3);
+  if (best != fastest)
+    fprintf(out, "  tuned %s, the default (Liger's rule): the fastest, %s, is %.2fx it, inside the noise (+-%.1f%%)\n",
+            cand[best].name, cand[fastest].name, base / timed[fastest].median, 100 * noise);
+  else
+    fprintf(out, "  tuned %s: %.1f ms, %.2fx the default %s (Liger's rule, %.1f ms)\n", cand[best].name,
+            timed[best].median * 1e3, base / timed[best].median, cand[0].name, base * 1e3);
 
   if (s->svg) { /* time against the chunk, a series per GEMM backend */
     char title[200];

@@ -36,12 +36,24 @@ static double median(double *t, int n) {
   return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
+/* quantile q of sorted t[0, n), linearly interpolated */
+static double quantile(const double *t, int n, double q) {
+  const double at = q * (n - 1);
+  const int i = (int)at;
+  return i + 1 < n ? t[i] + (at - i) * (t[i + 1] - t[i]) : t[n - 1];
+}
+
+double cli_spread(double *t, int n) {
+  const double mid = median(t, n);
+  return mid > 0 ? (quantile(t, n, 0.75) - quantile(t, n, 0.25)) / mid : 0;
+}
+
 /* The play-off: the candidates within CLOSE of the fastest (at most
  * PLAYOFF of them, the fastest first) run PLAYOFF_ROUNDS x reps more
  * rounds among themselves, and their medians are taken again over all
- * their rounds. Between close candidates, a median of 5 single measurements
- * picked a variant 5-19% slower than the best in 6 of 32 sweeps
- * (bench_tune); the few close ones are where more rounds pay. */
+ * their rounds. Between close candidates a median of a few measurements
+ * picks a slower one now and then (bench_tune measures how often); the few
+ * close ones are where more rounds pay. */
 static int playoff(cli_timed *cand, int n, int reps, void (*run)(void *, int), void *ud) {
   int idx[PLAYOFF], m = 0;
   for (int k = 0; k < PLAYOFF; k++) { /* the fastest PLAYOFF within CLOSE, in order */
@@ -67,11 +79,24 @@ static int playoff(cli_timed *cand, int n, int reps, void (*run)(void *, int), v
    * to the evidence rather than replacing it */
   for (int q = 0; q < m; q++) {
     double *t = times + q * (reps + extra);
+    const double noise = cli_spread(t, extra);
+    if (noise > cand[idx[q]].noise) cand[idx[q]].noise = noise;
     for (int r = extra; r < reps + extra; r++) t[r] = cand[idx[q]].median;
     cand[idx[q]].median = median(t, reps + extra);
   }
   free(times);
   return 0;
+}
+
+int cli_pick(const cli_timed *cand, int n, int dflt, int *fastest, double *noise) {
+  int best = -1;
+  for (int c = 0; c < n; c++)
+    if (!cand[c].wrong && (best < 0 || cand[c].median < cand[best].median)) best = c;
+  *fastest = best;
+  *noise = 0;
+  if (best < 0 || dflt < 0 || dflt == best || cand[dflt].wrong) return best;
+  *noise = cand[best].noise > cand[dflt].noise ? cand[best].noise : cand[dflt].noise;
+  return cand[dflt].median / cand[best].median - 1 <= *noise ? dflt : best;
 }
 
 int cli_time_candidates(cli_timed *cand, int n, int reps, void (*run)(void *ud, int c),
@@ -97,7 +122,10 @@ int cli_time_candidates(cli_timed *cand, int n, int reps, void (*run)(void *ud, 
     }
   }
   for (int c = 0; c < n; c++)
-    if (!cand[c].wrong) cand[c].median = median(times + c * reps, reps);
+    if (!cand[c].wrong) {
+      cand[c].noise = cand[c].pruned ? 0 : cli_spread(times + c * reps, reps);
+      cand[c].median = median(times + c * reps, reps);
+    }
   free(times);
   return playoff(cand, n, reps, run, ud);
 }

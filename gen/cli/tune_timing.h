@@ -9,7 +9,13 @@
  * than PRUNE x the fastest is not timed again (it cannot win; its first
  * time stands for every round). Then a play-off: the few candidates within
  * 10% of the fastest run twice as many rounds again among themselves. The
- * median decides. */
+ * median decides.
+ *
+ * The noise of a candidate is the spread of its own measurements: their
+ * interquartile range over their median ((p75 - p25) / p50), over its main
+ * rounds and, for a play-off candidate, over its play-off rounds too (the
+ * larger). A difference between two candidates smaller than the larger of
+ * their noises is not a difference the tuner can see. */
 #ifndef CLI_TUNE_TIMING_H
 #define CLI_TUNE_TIMING_H
 
@@ -19,12 +25,23 @@ typedef struct {
   bool wrong;    /* in: not timed */
   bool pruned;   /* out: timed in the first round only */
   double median; /* out: seconds per call */
+  double noise;  /* out: (p75 - p25) / p50 of its measurements; 0 when pruned */
 } cli_timed;
 
 /* run(ud, c) makes one call of candidate c. progress(ud, round) may be NULL.
  * 0 ok; -1 out of memory. */
 int cli_time_candidates(cli_timed *cand, int n, int reps, void (*run)(void *ud, int c),
                        void (*progress)(void *ud, int round), void *ud);
+
+/* (p75 - p25) / p50 of t[0, n), quantiles linearly interpolated; t is
+ * sorted in place */
+double cli_spread(double *t, int n);
+
+/* the candidate to keep: the fastest that is not wrong, unless dflt (the
+ * default's index, or -1) is within the noise of it, then dflt. *fastest
+ * gets the fastest, *noise the noise the comparison had (the larger of the
+ * two candidates'). -1 when every candidate is wrong. */
+int cli_pick(const cli_timed *cand, int n, int dflt, int *fastest, double *noise);
 
 /* seconds on a monotonic clock */
 double cli_now(void);
