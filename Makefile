@@ -13,6 +13,9 @@
 #                        (ubgen emit --tuned); any other variant a call needs goes through the JIT
 
 VERSION := 0.1.0
+# the ABI's number: a program linked with -lubgen needs libubgen.so.$(ABI) at run time
+ABI     := 0
+SONAME  := libubgen.so.$(ABI)
 PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
@@ -139,8 +142,9 @@ $(LIB_A): $(RT_OBJS) $(GEN_OBJS) $(KLIST)
 	ar rcs $@ $(RT_OBJS) $(GEN_OBJS) $$(cat $(KLIST))
 $(LIB_SO): $(RT_OBJS) $(GEN_OBJS) $(KLIST) $(LIBTCC_SO) mk/libubgen.map
 	@mkdir -p $(@D)
-	$(CC) -shared -fopenmp -Wl,-soname,libubgen.so -Wl,--version-script=mk/libubgen.map -o $@ $(RT_OBJS) \
+	$(CC) -shared -fopenmp -Wl,-soname,$(SONAME) -Wl,--version-script=mk/libubgen.map -o $@ $(RT_OBJS) \
 	  $(GEN_OBJS) $$(cat $(KLIST)) $(LIBTCC_SO) $(filter-out -ltcc,$(LDLIBS))
+	ln -sf libubgen.so $(BUILD)/lib/$(SONAME)
 
 $(UBGEN): $(CLI_OBJS) $(BUILD)/obj/gen/cli/ubgen.o $(LIB_A)
 	@mkdir -p $(@D)
@@ -162,7 +166,9 @@ install: all
 	  $(DESTDIR)$(PREFIX)/share/ubgen/specs $(DESTDIR)$(PREFIX)/share/ubgen/templates
 	install -m 755 $(UBGEN) $(DESTDIR)$(PREFIX)/bin/ubgen
 	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/libubgen.a
-	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libubgen.so
+	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libubgen.so.$(VERSION)
+	ln -sf libubgen.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libubgen.so
 	install -m 644 runtime/include/ubgen.h $(DESTDIR)$(PREFIX)/include/ubgen.h
 	install -m 644 templates/ubgen_ref.h $(DESTDIR)$(PREFIX)/include/ubgen_ref.h
 	install -m 644 runtime/ubgen_aot.h $(DESTDIR)$(PREFIX)/include/ubgen_aot.h

@@ -63,6 +63,20 @@ def test_readme_python_example_runs_as_written(tmp_path):
     assert 9.0 < loss < 12.0, r.stdout  # about ln(32000) = 10.4 at the start
 
 
+def test_installed_library_has_a_versioned_soname(installed):
+    """libubgen.so -> libubgen.so.0 -> libubgen.so.0.x.y, whose SONAME is
+    libubgen.so.0: what a program linked with -lubgen asks for at run time"""
+    prefix, _ = installed
+    lib = prefix / "lib"
+    assert os.readlink(str(lib / "libubgen.so")) == "libubgen.so.0"
+    real = os.readlink(str(lib / "libubgen.so.0"))
+    assert re.fullmatch(r"libubgen\.so\.0\.\d+\.\d+", real), real
+    assert (lib / real).is_file() and not (lib / real).is_symlink()
+    r = subprocess.run(["readelf", "-d", str(lib / real)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "Library soname: [libubgen.so.0]" in r.stdout, r.stdout
+
+
 def test_readme_c_example_builds_and_runs_as_written(installed, tmp_path):
     """the README's C program, compiled by the README's command against the
     installed prefix, prints what double-precision formulas give"""
