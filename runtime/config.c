@@ -95,9 +95,13 @@ ubg_status rt_config_resolve(ubg_ctx *ctx, const ubg_config *cfg) {
 
   const char *db = cfg->tuning_db ? cfg->tuning_db : getenv("UBGEN_TUNING_DB");
   const char *cache = cfg->cache_dir ? cfg->cache_dir : getenv("UBGEN_CACHE_DIR");
+  const char *specs = cfg->spec_path ? cfg->spec_path : getenv("UBGEN_SPEC_PATH");
   ctx->tuning_db = db ? strdup(db) : NULL;
   ctx->cache_dir = cache ? strdup(cache) : NULL;
-  if ((db && !ctx->tuning_db) || (cache && !ctx->cache_dir)) return rt_fail(NULL, UBG_ENOMEM, "out of memory");
+  ctx->spec_path = specs ? strdup(specs) : NULL;
+  if ((db && !ctx->tuning_db) || (cache && !ctx->cache_dir) || (specs && !ctx->spec_path))
+    return rt_fail(NULL, UBG_ENOMEM, "out of memory");
+  ctx->spec_path_source = cfg->spec_path ? "ubg_config.spec_path" : "UBGEN_SPEC_PATH";
   return UBG_OK;
 }
 

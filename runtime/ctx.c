@@ -44,6 +44,7 @@ void ubg_ctx_destroy(ubg_ctx *ctx) {
   free(ctx->tuning_db);
   ug_tunedb_free(&ctx->tunedb);
   free(ctx->cache_dir);
+  free(ctx->spec_path);
   pthread_mutex_destroy(&ctx->lock);
   pthread_mutex_destroy(&ctx->jit_lock);
   free(ctx);

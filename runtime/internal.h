@@ -74,6 +74,8 @@ struct ubg_ctx {
   char *tuning_db;
   ug_tunedb tunedb;       /* loaded once at creation; empty when there is none */
   char *cache_dir;
+  char *spec_path; /* ubg_config.spec_path, else $UBGEN_SPEC_PATH; NULL: none */
+  const char *spec_path_source; /* which of the two, for messages */
   rt_kernel *kernels;
   int nkernels;
   pthread_mutex_t lock;

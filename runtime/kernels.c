@@ -51,11 +51,11 @@ static ubg_status load_pass(ubg_ctx *ctx, rt_pass *rp, const ug_pass *p, bool fr
 ubg_status rt_kernels_load(ubg_ctx *ctx) {
   ug_specset set = {0};
   ug_diag d;
-  if (ug_specset_add_path(&set, getenv("UBGEN_SPEC_PATH"), &d) < 0) {
+  if (ug_specset_add_path(&set, ctx->spec_path, &d) < 0) {
     char msg[2200];
     ug_diag_format(&d, msg, sizeof msg);
     ug_specset_free(&set);
-    return rt_fail(NULL, UBG_EINVAL, "UBGEN_SPEC_PATH: %s", msg);
+    return rt_fail(NULL, UBG_EINVAL, "%s: %s", ctx->spec_path_source, msg);
   }
   int user = set.n;
   embed_ctx e = {&set, &d, 0};
@@ -136,5 +136,8 @@ ubg_status rt_find_pass(const ubg_ctx *ctx, const char *kernel, const char *pass
     strncat(names, ctx->kernels[i].spec->name, sizeof names - strlen(names) - 3);
     if (i + 1 < ctx->nkernels) strncat(names, ", ", sizeof names - strlen(names) - 1);
   }
-  return rt_fail(ctx, UBG_ENOTFOUND, "no kernel named \"%.64s\" (known: %s)", kernel, names[0] ? names : "none");
+  return rt_fail(ctx, UBG_ENOTFOUND,
+                 "no kernel named \"%.64s\" (known: %s; a kernel of your own is found through UBGEN_SPEC_PATH or "
+                 "ubg_config.spec_path, the directories of its spec)",
+                 kernel, names[0] ? names : "none");
 }

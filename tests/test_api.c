@@ -283,6 +283,33 @@ Test(config, bad_environment) {
   create_fails(NULL, "UBGEN_UB_GUARD");
 }
 
+Test(config, spec_path_from_the_config_or_the_environment) {
+  unsetenv("UBGEN_SPEC_PATH");
+  ubg_ctx *c;
+  cr_assert_eq(ubg_ctx_create(NULL, &c), UBG_OK, "%s", ubg_ctx_error(NULL));
+  cr_assert_eq(ubg_prepare(c, "tune_probe", "fwd", UBG_F32, NULL), UBG_ENOTFOUND);
+  cr_assert(strstr(ubg_ctx_error(c), "UBGEN_SPEC_PATH") && strstr(ubg_ctx_error(c), "ubg_config.spec_path"), "%s",
+            ubg_ctx_error(c));
+  ubg_ctx_destroy(c);
+  /* a user's kernel through the config, no environment */
+  ubg_config cfg = {0};
+  cfg.spec_path = UBGEN_SRC "/tests/specs";
+  cr_assert_eq(ubg_ctx_create(&cfg, &c), UBG_OK, "%s", ubg_ctx_error(NULL));
+  cr_assert_eq(ubg_prepare(c, "tune_probe", "fwd", UBG_F32, NULL), UBG_OK, "%s", ubg_ctx_error(c));
+  ubg_ctx_destroy(c);
+  /* the config wins over the environment, and a bad path names its source */
+  setenv("UBGEN_SPEC_PATH", UBGEN_SRC "/tests/specs", 1);
+  cfg.spec_path = "/nonexistent/ubgen-specs";
+  create_fails(&cfg, "ubg_config.spec_path");
+  cfg.spec_path = NULL;
+  cr_assert_eq(ubg_ctx_create(&cfg, &c), UBG_OK, "%s", ubg_ctx_error(NULL));
+  cr_assert_eq(ubg_prepare(c, "tune_probe", "fwd", UBG_F32, NULL), UBG_OK, "%s", ubg_ctx_error(c));
+  ubg_ctx_destroy(c);
+  setenv("UBGEN_SPEC_PATH", "/nonexistent/ubgen-specs", 1);
+  create_fails(NULL, "UBGEN_SPEC_PATH");
+  unsetenv("UBGEN_SPEC_PATH");
+}
+
 /* the budget as seen in the EUB message of an oversized variant */
 static void expect_usable(const char *usable) {
   ubg_ctx *c;
@@ -331,6 +358,8 @@ Test(launch, generic_errors, .init = setup, .fini = teardown) {
   refused(ubg_launch(ctx, "rms_norm", "fwd", UBG_F32, NULL, 3), UBG_EINVAL, "args is NULL");
   refused(ubg_launch(ctx, "rms_norm", "sideways", UBG_F32, ok, 5), UBG_ENOTFOUND, "no pass");
   refused(ubg_launch(ctx, "no_such_norm", "fwd", UBG_F32, ok, 5), UBG_ENOTFOUND, "no kernel named");
+  /* the message names the variable that would add a kernel */
+  cr_assert(strstr(ubg_ctx_error(ctx), "UBGEN_SPEC_PATH"), "%s", ubg_ctx_error(ctx));
   cr_assert_eq(ubg_launch(NULL, "rms_norm", "fwd", UBG_F32, ok, 5), UBG_EINVAL);
 }
 

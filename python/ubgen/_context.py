@@ -17,7 +17,7 @@ class Context:
     defaults (and its UBGEN_* environment variables)."""
 
     def __init__(self, backend=None, threads=None, ub_bytes=None, safety_margin=None, tuning_db=None,
-                 cache_dir=None):
+                 cache_dir=None, spec_path=None):
         cfg = _lib.Config()
         if backend is not None:
             if backend not in _lib.BACKENDS:
@@ -33,15 +33,18 @@ class Context:
             cfg.ub_bytes = ub_bytes
         if safety_margin is not None:
             cfg.safety_margin = float(safety_margin)
-        self._keep = [s.encode() if s is not None else None for s in (tuning_db, cache_dir)]
-        cfg.tuning_db, cfg.cache_dir = self._keep
+        for name, value in (("tuning_db", tuning_db), ("cache_dir", cache_dir), ("spec_path", spec_path)):
+            if value is not None and not isinstance(value, str):
+                raise TypeError("%s=%r is not a str" % (name, value))
+        self._keep = [s.encode() if s is not None else None for s in (tuning_db, cache_dir, spec_path)]
+        cfg.tuning_db, cfg.cache_dir, cfg.spec_path = self._keep
         handle = ctypes.c_void_p()
         status = _lib.ctx_create(ctypes.byref(cfg), ctypes.byref(handle))
         if status != _lib.OK:
             _lib.raise_for(status, None)
         self.handle = handle.value
         self.settings = dict(backend=backend, threads=threads, ub_bytes=ub_bytes, safety_margin=safety_margin,
-                             tuning_db=tuning_db, cache_dir=cache_dir)
+                             tuning_db=tuning_db, cache_dir=cache_dir, spec_path=spec_path)
 
     def check(self, status):
         if status != _lib.OK:
@@ -160,7 +163,7 @@ def context():
 
 def configure(**settings):
     """Sets the process context's settings (backend, threads, ub_bytes,
-    safety_margin, tuning_db, cache_dir) and creates it anew: the next
+    safety_margin, tuning_db, cache_dir, spec_path) and creates it anew: the next
     call runs on it. A bad setting raises and changes nothing."""
     global _current, _settings
     fresh = Context(**settings)

@@ -25,6 +25,7 @@ class Config(ctypes.Structure):
         ("backend", ctypes.c_int),
         ("tuning_db", ctypes.c_char_p),
         ("cache_dir", ctypes.c_char_p),
+        ("spec_path", ctypes.c_char_p),
     ]
 
 

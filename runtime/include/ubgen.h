@@ -44,6 +44,8 @@ typedef struct {
   ubg_backend backend;    /* AUTO; $UBGEN_BACKEND overrides AUTO */
   const char *tuning_db;  /* NULL: $UBGEN_TUNING_DB, else <cache>/tuning.json */
   const char *cache_dir;  /* NULL: $UBGEN_CACHE_DIR, else $XDG_CACHE_HOME/ubgen */
+  const char *spec_path;  /* directories of specs served before the built-in ones, ':'-separated;
+                             NULL: $UBGEN_SPEC_PATH */
 } ubg_config;
 typedef struct ubg_ctx ubg_ctx;
 

@@ -57,3 +57,25 @@ def test_prepare_says_which_code_serves_a_variant():
         "rms_norm_fwd_bf16_d1024_m1_t@aot"
     with pytest.raises(ValueError, match="d17"):
         ubgen.prepare("rms_norm", "fwd", "f32", "rms_norm_fwd_f32_d17_m1_n")
+
+
+def test_a_users_kernel_through_the_spec_path_setting():
+    """ubgen.configure(spec_path=...) serves a kernel that is only data, as
+    UBGEN_SPEC_PATH does; the setting is the process context's"""
+    import os
+    specs = os.path.join(os.path.dirname(__file__), "..", "specs")
+    before = ubgen.settings()
+    with pytest.raises(ValueError, match="UBGEN_SPEC_PATH"):
+        ubgen.prepare("tune_probe", "fwd", "f32", "tune_probe_fwd_f32_d16")
+    try:
+        ubgen.configure(**dict(before, spec_path=specs))
+        x = torch.arange(100, dtype=torch.float32)
+        y = torch.empty(100)
+        ubgen.prepare("tune_probe", "fwd", "f32", "tune_probe_fwd_f32_d16")
+        ubgen.context().set_variant("tune_probe", "fwd", "tune_probe_fwd_f32_d16")  # its d64 is wrong on purpose
+        ubgen.launch("tune_probe", "fwd", "f32", x=x, y=y, n=100)
+        assert torch.equal(y, 2 * x)
+        with pytest.raises(TypeError, match="spec_path"):
+            ubgen.configure(spec_path=3)
+    finally:
+        ubgen.configure(**before)
