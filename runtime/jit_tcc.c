@@ -65,6 +65,23 @@ static void source_line(const char *src, long line, char *out, size_t n) {
   snprintf(out, n, "%.*s", (int)(len < 160 ? len : 160), p);
 }
 
+/* the line a message "FILE:LINE: ..." names, read from FILE */
+static void template_line(const char *msg, char *out, size_t n) {
+  out[0] = '\0';
+  const char *colon = strchr(msg, ':');
+  char *end;
+  long line = colon ? strtol(colon + 1, &end, 10) : 0;
+  if (!colon || line < 1 || *end != ':' || colon - msg >= 4096) return;
+  char path[4096];
+  snprintf(path, sizeof path, "%.*s", (int)(colon - msg), msg);
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  char buf[4096] = "";
+  for (long l = 1; l <= line && fgets(buf, sizeof buf, f); l++)
+    if (l == line) source_line(buf, 1, out, n);
+  fclose(f);
+}
+
 #if defined(TCC_RELOCATE_AUTO)
 #define RELOCATE(s) tcc_relocate((s), TCC_RELOCATE_AUTO)
 #else
@@ -120,10 +137,12 @@ ubg_status rt_tcc_compile(ubg_ctx *ctx, const char *name, const char *src, ubg_k
   *state = s;
   pthread_mutex_unlock(&tcc_lock);
   if (s) return UBG_OK;
-  /* tcc says "<string>:LINE: error: ..."; show that line of the source */
+  /* tcc says "FILE:LINE: error: ...", FILE the template (the source's
+   * #line directives) or "<string>"; show that line */
   char line_text[200] = "";
   const char *colon = strstr(m.text, "<string>:");
   if (colon) source_line(src, strtol(colon + 9, NULL, 10), line_text, sizeof line_text);
+  else template_line(m.text, line_text, sizeof line_text);
   return rt_fail(ctx, UBG_ECOMPILE, "tcc could not compile %s: %s%s%s%s", name, m.text[0] ? m.text : "unknown error",
                  line_text[0] ? " (source line: `" : "", line_text, line_text[0] ? "`)" : "");
 }

@@ -324,6 +324,24 @@ Test(cli, plan_reads_what_tune_wrote_by_default_and_a_missing_db_is_an_error) {
   run_free(&r);
 }
 
+/* on a terminal (script(1) gives the command one) the progress lines say
+ * which unit of how many runs and, from the second on, the time left */
+Test(cli, tune_on_a_terminal_says_where_the_sweep_is_and_the_time_left) {
+  char cmd[2000], out[400];
+  snprintf(out, sizeof out, "%s/tty.out", scratch);
+  snprintf(cmd, sizeof cmd,
+           "cd '%s' && exec script -qec \"'%s' tune rms_norm.fwd --dtype bf16 --shape rows=200/300,cols=512 --reps 2 --db "
+           "'%s/db.json'\" /dev/null > '%s' 2>&1 </dev/null",
+           scratch, UBGEN_BIN, scratch, out);
+  int st = system(cmd);
+  char *text = slurp(out);
+  cr_assert_not_null(text);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", text);
+  cr_assert(strstr(text, "[1/2] tune rms_norm.fwd bf16: verify"), "the first unit: %s", text);
+  cr_assert(strstr(text, "[2/2, about "), "the second unit, with the time left: %s", text);
+  free(text);
+}
+
 Test(cli, check_names_a_kernel_as_list_and_emit_do) {
   run_result by_target = ubgen("check tune_probe --specs %s/tests/specs --no-reference", UBGEN_SRC);
   run_result by_option = ubgen("check --kernel tune_probe --specs %s/tests/specs --no-reference", UBGEN_SRC);
@@ -1103,6 +1121,30 @@ Test(cli, check_compiles_every_variant_and_fails_on_a_compile_error) {
   cr_assert_null(strstr(r.out, "FAIL tune_probe_fwd_f32_d16"), "%s", r.out);
   run_free(&r);
   free(spec), free(tmpl), free(dir);
+}
+
+/* a template's C error names the template's file and line (the generated
+ * source's #line directives), and is said once for all the variants it breaks */
+Test(cli, a_template_error_names_its_line_once_for_every_variant) {
+  char *dir = make_probe_dir();
+  fix_probe(dir);
+  char *tmpl = path_in(dir, "tune_probe.c.tmpl");
+  edit_file(tmpl, "  ubg_i64 t, i;", "  ubg_i64 t, i;\n  t = undeclared_thing;");
+  char *text = slurp(tmpl);
+  int line = 1;
+  for (const char *c = strstr(text, "undeclared_thing"); c > text; c--) line += c[-1] == '\n';
+  run_result r = ubgen("check --specs %s tune_probe.fwd", dir);
+  assert_status(r, 1);
+  char want[600];
+  snprintf(want, sizeof want, "%s:%d:", tmpl, line);
+  cr_assert(strstr(r.out, want) && strstr(r.out, "undeclared_thing"), "wanted %s in: %s", want, r.out);
+  int fails = 0;
+  for (const char *c = r.out; (c = strstr(c, "FAIL tune_probe_fwd_f32_d")); c++) fails++;
+  cr_assert_eq(fails, 1, "one message for the three variants: %s", r.out);
+  cr_assert(strstr(r.out, "FAIL 2 more variants of tune_probe.fwd: the same error as tune_probe_fwd_f32_d"), "%s", r.out);
+  cr_assert(strstr(r.out, "source line: `t = undeclared_thing;`"), "%s", r.out);
+  run_free(&r);
+  free(text), free(tmpl), free(dir);
 }
 
 /* a reference that does not compile is a failure with its file and line */

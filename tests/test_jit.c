@@ -154,6 +154,9 @@ Test(jit_tcc, c_error_in_a_template_is_ecompile) {
   cr_assert(strstr(msg, "bad_fwd_f32"), "names the variant: %s", msg);
   cr_assert(strstr(msg, "undeclared_name"), "has tcc's message: %s", msg);
   cr_assert(strstr(msg, "source line: `out[0] = undeclared_name + 1;`"), "shows the line: %s", msg);
+  char at[400];
+  snprintf(at, sizeof at, "%s/bad.c.tmpl:4:", dir);
+  cr_assert(strstr(msg, at), "names the template's line (%s): %s", at, msg);
   cr_assert_eq(out[0], 0.0f, "nothing written");
   ubg_ctx_destroy(ctx);
   char cmd[400];
@@ -434,6 +437,9 @@ Test(jit_gcc, a_c_error_is_ecompile_with_gccs_message) {
   cr_assert(strstr(ubg_ctx_error(ctx), "gcc could not compile bad_fwd_f32") &&
                 strstr(ubg_ctx_error(ctx), "undeclared_name"),
             "%s", ubg_ctx_error(ctx));
+  char at[400];
+  snprintf(at, sizeof at, "bad.c.tmpl:4:");
+  cr_assert(strstr(ubg_ctx_error(ctx), at), "gcc names the template's line: %s", ubg_ctx_error(ctx));
   ubg_ctx_destroy(ctx);
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

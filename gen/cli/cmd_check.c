@@ -33,22 +33,50 @@ static void fail(checker *C, const char *fmt, ...) {
   C->failures++;
 }
 
+/* msg with the variant's name taken out: what two variants' errors share */
+static void same_error(const char *msg, const char *variant, char *out, size_t n) {
+  size_t used = 0, vlen = strlen(variant);
+  out[0] = '\0';
+  for (const char *p = msg; *p && used + 1 < n;) {
+    if (vlen && !strncmp(p, variant, vlen)) {
+      p += vlen;
+      continue;
+    }
+    out[used++] = *p++;
+  }
+  out[used] = '\0';
+}
+
 /* the variants of one dtype that fit the budget, each compiled now; broken[i]
  * when variant i does not compile */
 static void compile_all(checker *C, const ug_pass *p, int dt, const ug_variant *vs, int nv, int64_t usable, bool *broken,
                        int *nfit) {
   const ug_kernel *k = p->kernel;
   *nfit = 0;
+  /* a template's error is every variant's: said once, then counted */
+  char first[2048] = "", first_name[200] = "";
+  int same = 0;
   for (int i = 0; i < nv; i++) {
     broken[i] = vs[i].footprint > usable;
     if (broken[i]) continue;
     (*nfit)++;
     cli_progress("check %s.%s: compile %d/%d %s", k->name, p->name, i + 1, nv, vs[i].name);
     if (ubg_prepare(C->ctx, k->name, p->name, (ubg_dtype)dt, vs[i].name) != UBG_OK) {
-      fail(C, "FAIL %s: %s\n", vs[i].name, ubg_ctx_error(C->ctx));
       broken[i] = true;
+      char msg[2048];
+      same_error(ubg_ctx_error(C->ctx), vs[i].name, msg, sizeof msg);
+      if (first[0] && !strcmp(msg, first)) {
+        same++;
+        C->failures++;
+        continue;
+      }
+      fail(C, "FAIL %s: %s\n", vs[i].name, ubg_ctx_error(C->ctx));
+      snprintf(first, sizeof first, "%s", msg);
+      snprintf(first_name, sizeof first_name, "%s", vs[i].name);
     }
   }
+  if (same) printf("FAIL %d more %s of %s.%s: the same error as %s\n", same, same == 1 ? "variant" : "variants", k->name,
+                   p->name, first_name);
 }
 
 /* one case at one dtype: the reference variant first, then every other one */

@@ -61,6 +61,11 @@ typedef struct {
   cli_svg *svg;  /* the chart, with --svg */
   int failures;
   int units, taken; /* units of the sweep seen, and run by this shard */
+  bool counting;     /* a dry sweep that only counts the units this run takes */
+  int total;         /* what the dry sweep counted */
+  double t0;         /* when the first unit began */
+  bool estimated;    /* the estimate line was printed */
+  char where[96];    /* "unit 3/40, about 2m left": the progress lines' prefix */
 } tuner;
 
 static void shape_text(const ug_pass *p, const int64_t *env, char *text, size_t n) {
@@ -101,6 +106,7 @@ static int add_panel(cli_svg *svg, const ug_pass *p, const ug_variant *vs, const
 
 /* what the timing callbacks need: the call, and which variant is forced now */
 typedef struct {
+  const char *where;
   ubg_ctx *ctx;
   cli_check_call *call;
   const ug_pass *p;
@@ -122,8 +128,8 @@ static void run_candidate(void *ud, int c) {
 
 static void show_round(void *ud, int r) {
   const timing_ctx *t = ud;
-  cli_progress("tune %s.%s %s: round %d/%d, %d candidates", t->p->kernel->name, t->p->name, t->dtype, r + 1, t->reps,
-               t->good);
+  cli_progress("%s tune %s.%s %s: round %d/%d, %d candidates", t->where, t->p->kernel->name, t->p->name, t->dtype, r + 1,
+               t->reps, t->good);
 }
 
 /* The context whose code the library will run for this pass: with
@@ -229,7 +235,8 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
   ubg_ctx *ctx = pick_ctx(T, p, dtype, vs[cand[0].index].name);
   for (int c = 0; c < ncand; c++) {
     const ug_variant *v = &vs[cand[c].index];
-    cli_progress("tune %s.%s %s: verify %d/%d %s", k->name, p->name, ug_dtype_name(dtype), c + 1, ncand, v->name);
+    cli_progress("%s tune %s.%s %s: verify %d/%d %s", T->where, k->name, p->name, ug_dtype_name(dtype), c + 1, ncand,
+                 v->name);
     ubg_status s = ubg_set_variant(ctx, k->name, p->name, v->name);
     cli_check_call_reset(&call);
     if (!s) s = cli_check_call_run(ctx, &call);
@@ -272,7 +279,7 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
   cli_timed *timed = calloc((size_t)ncand + 1, sizeof *timed);
   if (!timed) goto out;
   for (int c = 0; c < ncand; c++) timed[c].wrong = cand[c].wrong;
-  timing_ctx tc = {ctx, &call, p, vs, cand, -1, good, reps, ug_dtype_name(dtype)};
+  timing_ctx tc = {T->where, ctx, &call, p, vs, cand, -1, good, reps, ug_dtype_name(dtype)};
   int trc = cli_time_candidates(timed, ncand, reps, run_candidate, show_round, &tc);
   cli_progress_done();
   ubg_set_variant(ctx, k->name, p->name, NULL);
@@ -306,7 +313,7 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
   }
   const ug_variant *bv = &vs[cand[best].index];
   if (dflt >= 0 && best != fastest)
-    fprintf(out, "  tuned %s, the default: the fastest, %s, is %.2fx it, inside the noise (+-%.1f%%)\n", bv->name,
+    fprintf(out, "  tuned %s: the default; the fastest, %s, is %.2fx it, inside the noise (+-%.1f%%)\n", bv->name,
             vs[cand[fastest].index].name, base / cand[fastest].median, 100 * noise);
   else if (dflt >= 0)
     fprintf(out, "  tuned %s: %.1f us, %.2fx the default %s (%.1f us)\n", bv->name, cand[best].median * 1e6,
@@ -364,13 +371,45 @@ out:
   return rc;
 }
 
+/* s seconds as "40s", "12m" or "2.5h" */
+static void duration(double s, char *text, size_t n) {
+  if (s < 90) snprintf(text, n, "%.0fs", s);
+  else if (s < 5400) snprintf(text, n, "%.0fm", s / 60);
+  else snprintf(text, n, "%.1fh", s / 3600);
+}
+
 /* --shard i/n: the sweep's units (pass, dtype, shape, in sweep order) are
- * dealt round-robin; this run takes unit u when u % n == i - 1 */
+ * dealt round-robin; this run takes unit u when u % n == i - 1.
+ * Every unit this run takes begins here: the progress prefix says where the
+ * sweep is and, once a unit is done, when it will end at the pace so far;
+ * a sweep that will take more than a minute says so once, on its first
+ * finished unit, on any output. A dry sweep (counting) takes nothing. */
 static bool take_unit(tuner *T) {
   int u = T->units++;
   bool mine = !T->o->shard_n || u % T->o->shard_n == T->o->shard_i - 1;
-  T->taken += mine;
-  return mine;
+  if (!mine) return false;
+  T->taken++;
+  if (T->counting) return false;
+  const double now = cli_now();
+  if (T->taken == 1) T->t0 = now;
+  const int done = T->taken - 1;
+  char left[32] = "";
+  if (done > 0) {
+    const double rest = (now - T->t0) / done * (T->total - done);
+    char d[16];
+    duration(rest, d, sizeof d);
+    snprintf(left, sizeof left, ", about %s left", d);
+    if (!T->estimated && (now - T->t0) / done * T->total > 60) {
+      char all[16];
+      duration((now - T->t0) / done * T->total, all, sizeof all);
+      cli_progress_done();
+      fprintf(stderr, "ubgen: tune: %d units (pass, dtype, shape); at the first one's pace about %s in all\n", T->total,
+              all);
+      T->estimated = true;
+    }
+  }
+  snprintf(T->where, sizeof T->where, "[%d/%d%s]", T->taken, T->total, left);
+  return true;
 }
 
 /* flce.chunk: ubg_flce's rows per chunk (tune_flce.h), at --shape's shapes
@@ -415,13 +454,36 @@ static int tune_pass(tuner *T, const ug_pass *p) {
         if (take_unit(T)) rc = tune_one(T, p, dt, &cs);
       }
     } else {
-      if (!p->ntune_cases) fprintf(out, "\n%s.%s: no \"tune\" cases in the spec and no --shape; skipped\n", p->kernel->name, p->name);
+      if (!p->ntune_cases && !T->counting) fprintf(out, "\n%s.%s: no \"tune\" cases in the spec and no --shape; skipped\n", p->kernel->name, p->name);
       for (int c = 0; c < p->ntune_cases && !rc; c++)
         if (take_unit(T)) rc = tune_one(T, p, dt, &p->tune_cases[c]);
     }
   }
   free(envs);
   return rc;
+}
+
+/* the passes (and FLCE's chunk) the target names, unit by unit */
+static int sweep(tuner *T, const ug_specset *set) {
+  const char *target = T->o->target;
+  if (!strcmp(target, "all")) {
+    for (int i = 0; i < set->n; i++) {
+      for (int j = 0; j < set->k[i]->npasses; j++)
+        if (tune_pass(T, &set->k[i]->passes[j]) < 0) return EXIT_USAGE;
+      if (!strcmp(set->k[i]->name, "flce") && tune_flce(T, set->k[i]) < 0) return EXIT_USAGE;
+    }
+    return EXIT_OK;
+  }
+  if (!strcmp(target, "flce.chunk")) {
+    const ug_kernel *flce = NULL;
+    for (int i = 0; i < set->n; i++)
+      if (!strcmp(set->k[i]->name, "flce")) flce = set->k[i];
+    if (!flce) cli_error("tune: flce.chunk needs the flce spec, which is not loaded");
+    return !flce || tune_flce(T, flce) < 0 ? EXIT_USAGE : EXIT_OK;
+  }
+  const ug_kernel *k;
+  const ug_pass *p;
+  return cli_find_pass(set, target, &k, &p) < 0 || tune_pass(T, p) < 0 ? EXIT_USAGE : EXIT_OK;
 }
 
 int cli_cmd_tune(int argc, char **argv) {
@@ -494,23 +556,13 @@ int cli_cmd_tune(int argc, char **argv) {
   cli_svg svg = {0};
   tuner T = {.o = &o, .ctx = ctx, .db = &db, .json = o.json ? json_array() : NULL, .svg = o.svg ? &svg : NULL};
   snprintf(T.shipped, sizeof T.shipped, "%s/templates", o.data_dir);
-  int rc = EXIT_OK;
-  if (!strcmp(o.target, "all")) {
-    for (int i = 0; i < set.n && rc == EXIT_OK; i++) {
-      for (int j = 0; j < set.k[i]->npasses && rc == EXIT_OK; j++)
-        if (tune_pass(&T, &set.k[i]->passes[j]) < 0) rc = EXIT_USAGE;
-      if (rc == EXIT_OK && !strcmp(set.k[i]->name, "flce") && tune_flce(&T, set.k[i]) < 0) rc = EXIT_USAGE;
-    }
-  } else if (!strcmp(o.target, "flce.chunk")) {
-    const ug_kernel *flce = NULL;
-    for (int i = 0; i < set.n; i++)
-      if (!strcmp(set.k[i]->name, "flce")) flce = set.k[i];
-    if (!flce) cli_error("tune: flce.chunk needs the flce spec, which is not loaded");
-    if (!flce || tune_flce(&T, flce) < 0) rc = EXIT_USAGE;
-  } else {
-    const ug_kernel *k;
-    const ug_pass *p;
-    if (cli_find_pass(&set, o.target, &k, &p) < 0 || tune_pass(&T, p) < 0) rc = EXIT_USAGE;
+  /* a dry sweep counts the units this run takes (for the progress and the
+   * estimate), then the sweep tunes them */
+  T.counting = true;
+  int rc = sweep(&T, &set);
+  if (rc == EXIT_OK) {
+    T.total = T.taken, T.units = T.taken = 0, T.counting = false;
+    rc = sweep(&T, &set);
   }
   if (rc == EXIT_OK && o.shard_n)
     fprintf(out, "\nshard %d/%d: %d of the sweep's %d units (pass, dtype, shape)\n", o.shard_i, o.shard_n, T.taken,

@@ -196,7 +196,7 @@ int cli_tune_flce_chunk(const cli_tune_sink *s, int dtype, cli_flce_shape sh, in
             timed[c].pruned ? "  (timed once)" : "");
   }
   if (best != fastest)
-    fprintf(out, "  tuned %s, the default (Liger's rule): the fastest, %s, is %.2fx it, inside the noise (+-%.1f%%)\n",
+    fprintf(out, "  tuned %s: the default (Liger's rule); the fastest, %s, is %.2fx it, inside the noise (+-%.1f%%)\n",
             cand[best].name, cand[fastest].name, base / timed[fastest].median, 100 * noise);
   else
     fprintf(out, "  tuned %s: %.1f ms, %.2fx the default %s (Liger's rule, %.1f ms)\n", cand[best].name,

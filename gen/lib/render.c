@@ -136,12 +136,51 @@ typedef struct {
   int nscopes;
   int depth;    /* partials being rendered */
   int sections; /* sections open, including the skimmed ones */
+  bool lines;   /* #line directives, so a compiler's messages name the template's lines */
+  char line_file[4096]; /* where the next output line comes from when it follows on: file, */
+  int line_next;        /* and line (0: nowhere yet) */
 } renderer;
 
 typedef struct {
   const char *name; /* file, for messages */
   const char *text;
+  const char **seen_at; /* the line of *seen_at is *seen_line: lines are counted from there */
+  int *seen_line;
 } source;
+
+/* the 1-based line of p in src: counted on from the last one asked for,
+ * from the start when p lies before it (a section's body again) */
+static int line_of(const source *src, const char *p) {
+  if (*src->seen_at > p) *src->seen_at = src->text, *src->seen_line = 1;
+  for (const char *c = *src->seen_at; c < p; c++) *src->seen_line += *c == '\n';
+  *src->seen_at = p;
+  return *src->seen_line;
+}
+
+/* the text [p, end) of src, after a #line directive when the output starts
+ * a line that does not follow on from the one before in the same file */
+static void emit_text(renderer *r, const source *src, const char *p, const char *end) {
+  if (p == end) return;
+  if (r->lines) {
+    const int line = line_of(src, p);
+    const bool line_start = r->out.len == 0 || r->out.p[r->out.len - 1] == '\n';
+    if (line_start && (r->line_next != line || strcmp(r->line_file, src->name) != 0)) {
+      ug_buf_printf(&r->out, "#line %d \"", line);
+      for (const char *c = src->name; *c; c++) {
+        if (*c == '"' || *c == '\\') ug_buf_put(&r->out, "\\", 1);
+        ug_buf_put(&r->out, c, 1);
+      }
+      ug_buf_puts(&r->out, "\"\n");
+    }
+    if (end[-1] == '\n') {
+      int k = 0;
+      for (const char *c = p; c < end; c++) k += *c == '\n';
+      snprintf(r->line_file, sizeof r->line_file, "%s", src->name);
+      r->line_next = line + k;
+    }
+  }
+  ug_buf_put(&r->out, p, (size_t)(end - p));
+}
 
 static ug_loc loc_of(const source *src, const char *p) {
   ug_loc at = {1, 1};
@@ -319,7 +358,7 @@ static int render_range(renderer *r, const source *src, const char *p, const cha
     if (open && (kind == '#' || kind == '^' || kind == '/' || kind == '!' || kind == '>'))
       ls = standalone(src, open, end + 2, &line_end);
     const char *copy_end = ls ? ls : text_end;
-    if (emit) ug_buf_put(&r->out, p, (size_t)(copy_end - p));
+    if (emit) emit_text(r, src, p, copy_end);
     if (!open) {
       if (section)
         return ug_fail(r->d, src->name, loc_of(src, section_tag), "section '%.*s' is not closed ({{/%.*s}} missing)",
@@ -383,7 +422,9 @@ static int render_range(renderer *r, const source *src, const char *p, const cha
           return ug_fail(r->d, src->name, loc_of(src, open), "partials nest more than %d deep (a cycle?)", MAX_DEPTH);
         char *text = read_template(full, r->d);
         if (!text) return -1;
-        source sub = {full, text};
+        const char *seen_at = text;
+        int seen_line = 1;
+        source sub = {full, text, &seen_at, &seen_line};
         r->depth++;
         int rc = render_source(r, &sub);
         r->depth--;
@@ -420,10 +461,13 @@ static int render_source(renderer *r, const source *src) {
   return render_range(r, src, src->text, NULL, 0, NULL, &stop, true);
 }
 
-char *ug_render_text(const char *name, const char *text, const ug_tmpl_path *path, const ug_value *ctx, ug_diag *d) {
+static char *render_text(const char *name, const char *text, const ug_tmpl_path *path, const ug_value *ctx,
+                         bool lines, ug_diag *d) {
   ug_diag_clear(d);
-  renderer r = {path, d, {0}, {ctx}, 1, 0, 0};
-  source src = {name, text};
+  renderer r = {path, d, {0}, {ctx}, 1, 0, 0, lines, "", 0};
+  const char *seen_at = text;
+  int seen_line = 1;
+  source src = {name, text, &seen_at, &seen_line};
   if (render_source(&r, &src) < 0) {
     ug_buf_free(&r.out);
     return NULL;
@@ -436,7 +480,11 @@ char *ug_render_text(const char *name, const char *text, const ug_tmpl_path *pat
   return ug_buf_take(&r.out);
 }
 
-char *ug_render_file(const char *name, const ug_tmpl_path *path, const ug_value *ctx, ug_diag *d) {
+char *ug_render_text(const char *name, const char *text, const ug_tmpl_path *path, const ug_value *ctx, ug_diag *d) {
+  return render_text(name, text, path, ctx, false, d);
+}
+
+static char *render_file(const char *name, const ug_tmpl_path *path, const ug_value *ctx, bool lines, ug_diag *d) {
   char full[4096];
   ug_diag_clear(d);
   if (ug_tmpl_find(path, name, full, sizeof full) < 0) {
@@ -445,7 +493,15 @@ char *ug_render_file(const char *name, const ug_tmpl_path *path, const ug_value 
   }
   char *text = read_template(full, d);
   if (!text) return NULL;
-  char *out = ug_render_text(full, text, path, ctx, d);
+  char *out = render_text(full, text, path, ctx, lines, d);
   free(text);
   return out;
+}
+
+char *ug_render_file(const char *name, const ug_tmpl_path *path, const ug_value *ctx, ug_diag *d) {
+  return render_file(name, path, ctx, false, d);
+}
+
+char *ug_render_file_lines(const char *name, const ug_tmpl_path *path, const ug_value *ctx, ug_diag *d) {
+  return render_file(name, path, ctx, true, d);
 }

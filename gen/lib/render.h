@@ -53,6 +53,10 @@ typedef struct {
 
 /* Renders the template file `name` found on the path; malloc'd result. */
 char *ug_render_file(const char *name, const ug_tmpl_path *path, const ug_value *ctx, ug_diag *d);
+/* The same with `#line N "file"` wherever the output moves to another line
+ * of a template or partial than the one that follows, so a C compiler's
+ * messages name the template's lines: what generated sources are. */
+char *ug_render_file_lines(const char *name, const ug_tmpl_path *path, const ug_value *ctx, ug_diag *d);
 /* Renders text; `name` is used in messages and partials use path. */
 char *ug_render_text(const char *name, const char *text, const ug_tmpl_path *path, const ug_value *ctx, ug_diag *d);
 

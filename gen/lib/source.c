@@ -130,7 +130,7 @@ char *ug_variant_source(const ug_variant *v, const ug_tmpl_path *path, ug_diag *
             p->template_name, p->name);
     return NULL;
   }
-  char *body = ug_render_file(p->template_name, path, vals, d);
+  char *body = ug_render_file_lines(p->template_name, path, vals, d);
   ug_value_free(vals);
   if (!body) return NULL;
   char spec[256], tmpl[256];
