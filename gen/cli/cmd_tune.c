@@ -415,7 +415,7 @@ static bool take_unit(tuner *T) {
 /* flce.chunk: ubg_flce's rows per chunk (tune_flce.h), at --shape's shapes
  * (bt, hidden, vocab: flce's shape) or the default ones */
 static int tune_flce(tuner *T, const ug_kernel *flce) {
-  cli_tune_sink sink = {T->o, out, T->db, T->json, T->svg, &T->failures};
+  cli_tune_sink sink = {T->o, out, T->db, T->json, T->svg, &T->failures, T->where};
   cli_flce_shape *shapes = NULL;
   int nshapes = 0, rc = 0;
   if (T->o->shape) {

@@ -38,6 +38,7 @@ typedef struct {
   ubg_flce_opts opts;
   ubg_flce_out out;
   int reps, good;
+  const char *where; /* the sink's */
 } flce_run;
 
 static void run_one(void *ud, int c) {
@@ -47,7 +48,8 @@ static void run_one(void *ud, int c) {
 
 static void show_round(void *ud, int round) {
   const flce_run *r = ud;
-  cli_progress("tune flce.chunk %s: round %d/%d, %d candidates", ug_dtype_name(r->dtype), round + 1, r->reps, r->good);
+  cli_progress("%s tune flce.chunk %s: round %d/%d, %d candidates", r->where, ug_dtype_name(r->dtype), round + 1, r->reps,
+               r->good);
 }
 
 /* a context whose ubg_flce uses this chunk and GEMM backend (the
@@ -119,7 +121,7 @@ int cli_tune_flce_chunk(const cli_tune_sink *s, int dtype, cli_flce_shape sh, in
   for (int64_t i = 0; i < bt * h; i++) ref_store(x, i, dtype, (double)((seed = seed * 6364136223846793005ull + 1) >> 40) / (1 << 24) - 0.5);
   for (int64_t i = 0; i < v * h; i++) ref_store(w, i, dtype, ((double)((seed = seed * 6364136223846793005ull + 1) >> 40) / (1 << 24) - 0.5) * 0.1);
   for (int64_t i = 0; i < bt; i++) t[i] = (int64_t)((seed = seed * 6364136223846793005ull + 1) >> 33) % v;
-  r.c = cand, r.dtype = dtype, r.sh = sh, r.x = x, r.w = w, r.t = t, r.reps = reps;
+  r.c = cand, r.dtype = dtype, r.sh = sh, r.x = x, r.w = w, r.t = t, r.reps = reps, r.where = s->where;
   ubg_flce_opts_init(&r.opts);
   r.out = (ubg_flce_out){&loss, NULL, NULL, dx, dw, NULL, NULL};
 
@@ -130,7 +132,7 @@ int cli_tune_flce_chunk(const cli_tune_sink *s, int dtype, cli_flce_shape sh, in
   for (int c = 0; c < n; c++) {
     flce_cand *cd = &cand[c];
     snprintf(cd->name, sizeof cd->name, "chunk=%lld%s", (long long)cd->chunk, cd->openblas ? ",gemm=openblas" : "");
-    cli_progress("tune flce.chunk %s: verify %d/%d %s", ug_dtype_name(dtype), c + 1, n, cd->name);
+    cli_progress("%s tune flce.chunk %s: verify %d/%d %s", s->where, ug_dtype_name(dtype), c + 1, n, cd->name);
     if ((double)cd->chunk * (double)v * 4 > MAX_SCRATCH) {
       cd->failed = true;
       snprintf(cd->msg, sizeof cd->msg, "skipped: %lld rows x vocab of logits is over %.0f MiB of scratch",

@@ -23,6 +23,7 @@ typedef struct {
   json_t *json;   /* NULL without --json */
   cli_svg *svg;    /* NULL without --svg */
   int *failures;  /* wrong candidates, counted */
+  const char *where; /* the sweep's position, the progress lines' prefix ("[3/8, about 2m left]") */
 } cli_tune_sink;
 
 /* the shapes `ubgen tune all` and `ubgen tune flce.chunk` use without --shape */
