@@ -1147,6 +1147,24 @@ Test(cli, a_template_error_names_its_line_once_for_every_variant) {
   free(text), free(tmpl), free(dir);
 }
 
+/* tune names a kernel as list, emit and check do: KERNEL, --kernel K, KERNEL.PASS */
+Test(cli, tune_names_a_kernel_as_check_does) {
+  char *dir = make_probe_dir();
+  fix_probe(dir);
+  const char *forms[] = {"tune_probe", "--kernel tune_probe", "tune_probe.fwd"};
+  for (int f = 0; f < 3; f++) {
+    run_result r = ubgen("tune %s --specs %s --reps 1 --db %s/db%d.json", forms[f], dir, scratch, f);
+    assert_status(r, 0);
+    cr_assert(strstr(r.out, "tune_probe.fwd") && strstr(r.out, "1 entry merged into"), "%s: %s", forms[f], r.out);
+    run_free(&r);
+  }
+  run_result r = ubgen("tune tune_prob --specs %s --reps 1 --db %s/db.json", dir, scratch);
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "did you mean \"tune_probe\""), "%s", r.err);
+  run_free(&r);
+  free(dir);
+}
+
 /* a reference that does not compile is a failure with its file and line */
 Test(cli, a_reference_that_does_not_compile_names_its_line) {
   char *dir = make_probe_dir();

@@ -463,15 +463,34 @@ static int tune_pass(tuner *T, const ug_pass *p) {
   return rc;
 }
 
-/* the passes (and FLCE's chunk) the target names, unit by unit */
+/* every pass of a kernel, and FLCE's chunk with FLCE's */
+static int tune_kernel(tuner *T, const ug_kernel *k) {
+  for (int j = 0; j < k->npasses; j++)
+    if (tune_pass(T, &k->passes[j]) < 0) return EXIT_USAGE;
+  if (!strcmp(k->name, "flce") && tune_flce(T, k) < 0) return EXIT_USAGE;
+  return EXIT_OK;
+}
+
+/* what the target and --kernel name, unit by unit: all, flce.chunk,
+ * KERNEL.PASS, or KERNELs (as list, emit and check name them) */
 static int sweep(tuner *T, const ug_specset *set) {
   const char *target = T->o->target;
-  if (!strcmp(target, "all")) {
-    for (int i = 0; i < set->n; i++) {
-      for (int j = 0; j < set->k[i]->npasses; j++)
-        if (tune_pass(T, &set->k[i]->passes[j]) < 0) return EXIT_USAGE;
-      if (!strcmp(set->k[i]->name, "flce") && tune_flce(T, set->k[i]) < 0) return EXIT_USAGE;
+  if (!target || (strcmp(target, "all") && strcmp(target, "flce.chunk") && !strchr(target, '.'))) {
+    if (target && !ug_specset_find(set, target)) {
+      char known[1024];
+      cli_error("tune: no kernel named \"%s\"%s", target, cli_known_kernels(set, target, known, sizeof known));
+      return EXIT_USAGE;
     }
+    for (int i = 0; i < set->n; i++) {
+      bool chosen = target && !strcmp(target, set->k[i]->name);
+      for (int j = 0; j < T->o->nkernels; j++) chosen |= !strcmp(T->o->kernels[j], set->k[i]->name);
+      if (chosen && tune_kernel(T, set->k[i]) != EXIT_OK) return EXIT_USAGE;
+    }
+    return EXIT_OK;
+  }
+  if (!strcmp(target, "all")) {
+    for (int i = 0; i < set->n; i++)
+      if (tune_kernel(T, set->k[i]) != EXIT_OK) return EXIT_USAGE;
     return EXIT_OK;
   }
   if (!strcmp(target, "flce.chunk")) {
@@ -489,11 +508,11 @@ static int sweep(tuner *T, const ug_specset *set) {
 int cli_cmd_tune(int argc, char **argv) {
   if (argc > 0 && !strcmp(argv[0], "merge")) return cli_cmd_tune_merge(argc - 1, argv + 1);
   cli_opts o;
-  const int parsed = cli_parse(argc, argv, "tune", "specs ub margin dtype shape backend db reps json svg shard no-reference",
+  const int parsed = cli_parse(argc, argv, "tune", "specs ub margin kernel dtype shape backend db reps json svg shard no-reference",
                                true, &o);
   if (parsed) return parsed < 0 ? EXIT_USAGE : EXIT_OK;
-  if (!o.target) {
-    cli_error("tune: which KERNEL.PASS, or all? (for example: ubgen tune rms_norm.fwd --dtype bf16)");
+  if (!o.target && !o.nkernels) {
+    cli_error("tune: which KERNEL, KERNEL.PASS, or all? (for example: ubgen tune rms_norm.fwd --dtype bf16)");
     return EXIT_USAGE;
   }
   ubg_config cfg = {0};
@@ -508,7 +527,7 @@ int cli_cmd_tune(int argc, char **argv) {
   }
   ug_specset set;
   if (cli_load_specs(&o, &set) < 0) return EXIT_USAGE;
-  if (!strcmp(o.target, "all") && o.shape) {
+  if (o.target && !strcmp(o.target, "all") && o.shape) {
     cli_error("tune: --shape names one pass's shape; give KERNEL.PASS with it, not all");
     ug_specset_free(&set);
     return EXIT_USAGE;
