@@ -342,6 +342,47 @@ Test(cli, tune_on_a_terminal_says_where_the_sweep_is_and_the_time_left) {
   free(text);
 }
 
+/* --dry-run counts what a real sweep times and writes nothing */
+Test(cli, tune_dry_run_counts_the_candidates_the_sweep_times_and_writes_nothing) {
+  run_result r = ubgen("tune rms_norm.fwd --dtype bf16 --shape rows=200,cols=512 --dry-run --db %s/db.json", scratch);
+  assert_status(r, 0);
+  int units = 0, ncand = 0;
+  char least[16] = "";
+  cr_assert_eq(sscanf(r.out, "%d unit (pass, dtype, shape), %d candidates: at least %15s", &units, &ncand, least), 3,
+               "%s", r.out);
+  cr_assert(strstr(r.out, "nothing tuned (--dry-run)"), "%s", r.out);
+  run_free(&r);
+  char db[400];
+  snprintf(db, sizeof db, "%s/db.json", scratch);
+  struct stat st;
+  cr_assert_neq(stat(db, &st), 0, "a dry run writes no DB");
+  r = ubgen("tune rms_norm.fwd --dtype bf16 --shape rows=200,cols=512 --reps 2 --json --db %s/db.json", scratch);
+  assert_status(r, 0);
+  json_t *j = parse_json(r.out);
+  cr_assert_eq(json_array_size(j), 1);
+  cr_assert_eq((int)json_array_size(json_object_get(json_array_get(j, 0), "variants")), ncand,
+               "the dry run counted %d candidates", ncand);
+  json_decref(j);
+  run_free(&r);
+}
+
+/* a sweep whose floor is over a minute says so before its first unit: here
+ * the first unit then fails at once (its buffers cannot be allocated) */
+Test(cli, tune_says_before_it_starts_that_it_will_take_long) {
+  run_result r = ubgen("tune flce.chunk --dtype f32 --shape bt=65536,hidden=65536,vocab=1048576 --db %s/db.json", scratch);
+  cr_assert_neq(r.status, 0, "%s", r.err);
+  const char *said = strstr(r.err, "ubgen: tune: 1 unit (pass, dtype, shape), 18 candidates: at least ");
+  const char *failed = strstr(r.err, "out of memory");
+  cr_assert(said && failed && said < failed, "the estimate comes first: %s", r.err);
+  cr_assert(strstr(said, "h, likely more\n"), "hours: %s", said);
+  run_free(&r);
+  /* the README's shape: at least minutes, said before the run */
+  r = ubgen("tune flce.chunk --shape bt=4096,hidden=4096,vocab=32768 --dry-run");
+  assert_status(r, 0);
+  cr_assert(strstr(r.out, "2 units (pass, dtype, shape), ") && strstr(r.out, "m; nothing tuned"), "%s", r.out);
+  run_free(&r);
+}
+
 Test(cli, check_names_a_kernel_as_list_and_emit_do) {
   run_result by_target = ubgen("check tune_probe --specs %s/tests/specs --no-reference", UBGEN_SRC);
   run_result by_option = ubgen("check --kernel tune_probe --specs %s/tests/specs --no-reference", UBGEN_SRC);

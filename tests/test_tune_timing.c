@@ -1,6 +1,7 @@
 /* The tuner's noise and its choice (gen/cli/tune_timing.c), on given
  * times: a win inside the noise keeps the default, a clear win is taken,
- * a wrong candidate is never chosen. (The clock itself runs in test_cli's
+ * a wrong candidate is never chosen; and, on the clock, the floor a sweep
+ * announces. (The tuner end to end runs in test_cli's
  * tune tests.) */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -42,4 +43,25 @@ Test(tune_timing, a_clear_win_is_taken_and_wrong_ones_never) {
   cr_assert_eq(cli_pick(cand, 3, 0, &fastest, &noise), 2);
   cand[2].wrong = true;
   cr_assert_eq(cli_pick(cand, 3, 0, &fastest, &noise), -1);
+}
+
+/* a call that spins for its candidate's seconds */
+static void spin(void *ud, int c) {
+  const double *secs = ud, t0 = cli_now();
+  while (cli_now() - t0 < secs[c]) {
+  }
+}
+
+/* the floor a sweep announces is one: verifying and timing candidates
+ * never take less, however the pruning and the play-off go */
+Test(tune_timing, verifying_and_timing_never_take_less_than_the_floor) {
+  double secs[4] = {0.002, 0.0021, 0.009, 0.002}; /* one pruned, three close */
+  cli_timed cand[4] = {{0}};
+  const double t0 = cli_now();
+  for (int c = 0; c < 4; c++) spin(secs, c); /* verification */
+  cr_assert_eq(cli_time_candidates(cand, 4, 3, spin, NULL, secs), 0);
+  const double took = cli_now() - t0, floor = cli_time_floor(4, 3, 0.002);
+  cr_assert(took >= floor, "took %g s, under the floor %g s", took, floor);
+  cr_assert(floor >= 4 * 0.002 + 6 * 0.002, "every candidate twice, the fastest every round: %g", floor);
+  cr_assert_float_eq(cli_time_floor(0, 3, 1.0), 0.0, 1e-12);
 }

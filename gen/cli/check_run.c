@@ -42,6 +42,25 @@ void cli_check_call_free(cli_check_call *c) {
   memset(c, 0, sizeof *c);
 }
 
+int64_t cli_check_call_bytes(const ug_pass *p, int dtype, const ug_case *cs) {
+  int64_t *env = calloc((size_t)p->nsyms + 1, sizeof *env), total = 0;
+  if (!env) return -1;
+  ug_case_env(p, cs, env);
+  for (int i = 0; i < p->nargs && total >= 0; i++) {
+    const ug_arg *a = &p->args[i];
+    if (a->kind == UG_ARG_INT || a->kind == UG_ARG_FLOAT || cs->omit[i]) continue;
+    int64_t count = 1;
+    for (int d = 0; d < a->rank && total >= 0; d++) {
+      int64_t dim;
+      ug_expr_err err;
+      if (ug_expr_eval(a->shape[d], env, &dim, &err) < 0 || __builtin_mul_overflow(count, dim, &count)) total = -1;
+    }
+    if (total >= 0 && __builtin_add_overflow(total, count * (int64_t)ug_elem_bytes(a->elem, dtype), &total)) total = -1;
+  }
+  free(env);
+  return total;
+}
+
 int cli_check_call_make(cli_check_call *c, const ug_pass *p, int dtype, const ug_case *cs, uint64_t seed, char *msg, size_t n) {
   memset(c, 0, sizeof *c);
   c->p = p;

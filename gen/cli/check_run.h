@@ -24,6 +24,10 @@ typedef struct {
   size_t bytes[UG_MAX_ARGS];
 } cli_check_call;
 
+/* the bytes of the tensors one call at case cs reads and writes (what
+ * cli_check_call_make would allocate); -1 when the case's shape is invalid */
+int64_t cli_check_call_bytes(const ug_pass *p, int dtype, const ug_case *cs);
+
 int cli_check_call_make(cli_check_call *c, const ug_pass *p, int dtype, const ug_case *cs, uint64_t seed, char *msg, size_t n);
 /* outputs and inout tensors back to their state before the first run */
 void cli_check_call_reset(cli_check_call *c);

@@ -32,6 +32,11 @@ void cli_diag(const ug_diag *d) {
 
 bool cli_progress_enabled(void) { return isatty(STDERR_FILENO); }
 
+int cli_cores(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
 void cli_progress(const char *fmt, ...) {
   if (!cli_progress_enabled()) return;
   va_list ap;
@@ -105,7 +110,7 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool
       return -1;
     }
     bool is_flag = !strcmp(name, "json") || !strcmp(name, "self-register") || !strcmp(name, "no-kernels") ||
-                   !strcmp(name, "verbose") || !strcmp(name, "no-reference");
+                   !strcmp(name, "verbose") || !strcmp(name, "no-reference") || !strcmp(name, "dry-run");
     if (is_flag) {
       if (eq) {
         cli_error("%s: --%s takes no value", cmd, name);
@@ -115,6 +120,7 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool
       else if (!strcmp(name, "self-register")) o->self_register = true;
       else if (!strcmp(name, "no-kernels")) o->no_kernels = true;
       else if (!strcmp(name, "no-reference")) o->no_reference = true;
+      else if (!strcmp(name, "dry-run")) o->dry_run = true;
       else o->verbose++;
       continue;
     }

@@ -39,6 +39,7 @@ typedef struct {
   int shard_i, shard_n; /* --shard i/n: this run does part i (1-based) of n; 0 without */
   bool self_register;
   bool no_kernels;
+  bool dry_run;      /* tune: count the sweep and say how long it takes at least; tune nothing */
   bool no_reference; /* check, tune: verify a kernel without a reference (variants against each other only) */
   const char *target; /* KERNEL.PASS or all */
   int verbose;
@@ -67,6 +68,8 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_diag(const ug_diag *d);
 /* true when stderr is a terminal (progress lines are shown only then) */
 bool cli_progress_enabled(void);
+/* the cores this machine has online (at least 1) */
+int cli_cores(void);
 void cli_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_progress_done(void);
 

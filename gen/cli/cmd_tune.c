@@ -25,6 +25,9 @@
 #include "../lib/tunedb.h"
 
 enum { DEFAULT_REPS = 5, FLCE_REPS = 3 /* a call takes 0.1 s and more */ };
+/* a bandwidth no core reaches, in cache or out: a call's floor is its bytes
+ * at this rate (the sweep's announced floor, cli_time_floor) */
+static const double FASTEST_BYTES_PER_CORE_S = 250e9;
 static FILE *out; /* the table: stdout, or stderr when stdout carries --json */
 
 typedef struct {
@@ -63,6 +66,8 @@ typedef struct {
   int units, taken; /* units of the sweep seen, and run by this shard */
   bool counting;     /* a dry sweep that only counts the units this run takes */
   int total;         /* what the dry sweep counted */
+  int candidates;    /* ... and their candidates */
+  double floor;      /* ... and the least seconds they take (cli_time_floor) */
   double t0;         /* when the first unit began */
   bool estimated;    /* the estimate line was printed */
   char where[96];    /* "unit 3/40, about 2m left": the progress lines' prefix */
@@ -181,8 +186,9 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
   int64_t usable = ug_budget_usable(&T->o->budget, k);
   cand = calloc((size_t)nv + 1, sizeof *cand);
   if (!cand) goto out;
-  fprintf(out, "\n%s.%s  %s  %s  (UB %lld bytes, %lld usable)\n", k->name, p->name, ug_dtype_name(dtype), shape,
-         (long long)T->o->budget.ub_bytes, (long long)usable);
+  if (!T->counting)
+    fprintf(out, "\n%s.%s  %s  %s  (UB %lld bytes, %lld usable)\n", k->name, p->name, ug_dtype_name(dtype), shape,
+            (long long)T->o->budget.ub_bytes, (long long)usable);
   for (int i = 0; i < nv; i++) {
     int failed;
     int b = ug_bind(p, &vs[i].pt, env, &failed, &d);
@@ -190,11 +196,20 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
     if (b == 1) continue; /* does not apply to this shape */
     if (vs[i].footprint > usable) {
       rejected++;
-      fprintf(out, "  rejected by the UB budget: %-40s footprint %lld > %lld\n", vs[i].name, (long long)vs[i].footprint,
+      if (!T->counting)
+        fprintf(out, "  rejected by the UB budget: %-40s footprint %lld > %lld\n", vs[i].name, (long long)vs[i].footprint,
              (long long)usable);
       continue;
     }
     cand[ncand++].index = i;
+  }
+  const int reps = T->o->reps ? T->o->reps : DEFAULT_REPS;
+  if (T->counting) { /* the unit's floor: no call moves its bytes faster than FASTEST_BYTES_PER_S */
+    const int64_t bytes = cli_check_call_bytes(p, dtype, cs);
+    T->floor += cli_time_floor(ncand, reps, bytes > 0 ? (double)bytes / (FASTEST_BYTES_PER_CORE_S * cli_cores()) : 0);
+    T->candidates += ncand;
+    rc = 0;
+    goto out;
   }
   ug_choice ch;
   if (ug_default_strategy(p, vs, nv, env, usable, &ch, &d) < 0) goto out;
@@ -225,7 +240,7 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
    * shape's long f32 sums), a bitwise pass accepts the candidates that give
    * the default's very bits, and says so; otherwise only what is within
    * the tolerance is accepted. */
-  int reps = T->o->reps ? T->o->reps : DEFAULT_REPS, good = 0, within = 0;
+  int good = 0, within = 0;
   for (int c = 1; c < ncand; c++)
     if (cand[c].index == ch.chosen) {
       candidate t = cand[0];
@@ -383,13 +398,14 @@ static void duration(double s, char *text, size_t n) {
  * Every unit this run takes begins here: the progress prefix says where the
  * sweep is and, once a unit is done, when it will end at the pace so far;
  * a sweep that will take more than a minute says so once, on its first
- * finished unit, on any output. A dry sweep (counting) takes nothing. */
+ * finished unit, on any output. In a dry sweep (counting) a unit only adds
+ * its candidates and its floor. */
 static bool take_unit(tuner *T) {
   int u = T->units++;
   bool mine = !T->o->shard_n || u % T->o->shard_n == T->o->shard_i - 1;
   if (!mine) return false;
   T->taken++;
-  if (T->counting) return false;
+  if (T->counting) return true; /* the unit counts itself (tune_one, tune_flce) */
   const double now = cli_now();
   if (T->taken == 1) T->t0 = now;
   const int done = T->taken - 1;
@@ -434,7 +450,11 @@ static int tune_flce(tuner *T, const ug_kernel *flce) {
   for (int dt = 0; dt < UG_NDTYPES && !rc; dt++) {
     if (T->o->dtype_set ? !T->o->dtypes[dt] : dt == 1) continue; /* f16 on request: FLCE trains in bf16 or f32 */
     for (int i = 0; i < (shapes ? nshapes : cli_flce_ntune_shapes) && !rc; i++)
-      if (take_unit(T)) rc = cli_tune_flce_chunk(&sink, dt, shapes ? shapes[i] : cli_flce_tune_shapes[i], reps);
+      if (take_unit(T)) {
+        const cli_flce_shape sh = shapes ? shapes[i] : cli_flce_tune_shapes[i];
+        if (!T->counting) rc = cli_tune_flce_chunk(&sink, dt, sh, reps);
+        else T->floor += cli_flce_chunk_floor(dt, sh, reps, cli_cores(), &T->candidates);
+      }
   }
   free(shapes);
   return rc;
@@ -508,7 +528,7 @@ static int sweep(tuner *T, const ug_specset *set) {
 int cli_cmd_tune(int argc, char **argv) {
   if (argc > 0 && !strcmp(argv[0], "merge")) return cli_cmd_tune_merge(argc - 1, argv + 1);
   cli_opts o;
-  const int parsed = cli_parse(argc, argv, "tune", "specs ub margin kernel dtype shape backend db reps json svg shard no-reference",
+  const int parsed = cli_parse(argc, argv, "tune", "specs ub margin kernel dtype shape backend db reps json svg shard no-reference dry-run",
                                true, &o);
   if (parsed) return parsed < 0 ? EXIT_USAGE : EXIT_OK;
   if (!o.target && !o.nkernels) {
@@ -552,7 +572,7 @@ int cli_cmd_tune(int argc, char **argv) {
    * reads, another machine's timings, its lock or directory unusable) */
   const char *named = o.db ? o.db : getenv("UBGEN_TUNING_DB");
   ug_tunedb_default_path(named, getenv("UBGEN_CACHE_DIR"), path, sizeof path);
-  if (!named) { /* the library's own place, the cache directory: made as the library makes it */
+  if (!named && !o.dry_run) { /* the library's own place, the cache directory: made as the library makes it */
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
@@ -565,7 +585,7 @@ int cli_cmd_tune(int argc, char **argv) {
       return EXIT_USAGE;
     }
   }
-  if (ug_tunedb_check_target(path, db.cpu, err, sizeof err) != 0) {
+  if (!o.dry_run && ug_tunedb_check_target(path, db.cpu, err, sizeof err) != 0) {
     cli_error("tune: %s; nothing tuned", err);
     ubg_ctx_destroy(ctx);
     ug_specset_free(&set);
@@ -580,8 +600,19 @@ int cli_cmd_tune(int argc, char **argv) {
   T.counting = true;
   int rc = sweep(&T, &set);
   if (rc == EXIT_OK) {
-    T.total = T.taken, T.units = T.taken = 0, T.counting = false;
-    rc = sweep(&T, &set);
+    T.total = T.taken;
+    char least[16];
+    duration(T.floor, least, sizeof least);
+    if (o.dry_run) {
+      fprintf(out, "%d %s (pass, dtype, shape), %d %s: at least %s; nothing tuned (--dry-run)\n", T.total,
+              T.total == 1 ? "unit" : "units", T.candidates, T.candidates == 1 ? "candidate" : "candidates", least);
+    } else {
+      T.units = T.taken = 0, T.counting = false;
+      if (T.floor > 60)
+        fprintf(stderr, "ubgen: tune: %d %s (pass, dtype, shape), %d candidates: at least %s, likely more\n",
+                T.total, T.total == 1 ? "unit" : "units", T.candidates, least);
+      rc = sweep(&T, &set);
+    }
   }
   if (rc == EXIT_OK && o.shard_n)
     fprintf(out, "\nshard %d/%d: %d of the sweep's %d units (pass, dtype, shape)\n", o.shard_i, o.shard_n, T.taken,

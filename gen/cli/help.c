@@ -55,6 +55,7 @@ static const help_text texts[] = {
      "Usage: ubgen tune KERNEL|KERNEL.PASS|flce.chunk|all [--kernel K]... [--dtype D] [--shape name=v,...]\n"
      "                  [--backend B]"
      " [--db FILE] [--reps N] [--json] [--svg FILE] [--shard i/n] [--no-reference]\n"
+     "                  [--dry-run]\n"
      "       ubgen tune merge A.json B.json ... --db OUT.json\n"
      "Verifies and times every variant that fits, keeps the fastest correct one per dtype and\n"
      "shape in the tuning DB. A KERNEL (or --kernel K, repeatable) is every pass of it (and FLCE's chunk\n"
@@ -69,7 +70,12 @@ static const help_text texts[] = {
      "  --json         the results as JSON on stdout\n"
      "  --svg FILE     a picture: time against footprint per shape\n"
      "  --shard i/n    part i of n of the sweep (join the parts with tune merge)\n"
-     "  --no-reference a kernel without a reference: verified against its variants only\n"},
+     "  --no-reference a kernel without a reference: verified against its variants only\n"
+     "  --dry-run      count the sweep's units and candidates, say how long it takes at least;\n"
+     "                 tune and write nothing\n"
+     "A sweep that will take more than a minute says so before it starts (a floor: every\n"
+     "candidate runs at least twice, no faster than the machine could move its bytes) and\n"
+     "again after its first unit, at that unit's pace.\n"},
     {"tune merge",
      "Usage: ubgen tune merge A.json B.json ... --db OUT.json\n"
      "Merges tuning DBs (the parts of a sharded tune) into OUT, locked and atomically; OUT may\n"
@@ -92,7 +98,7 @@ void cli_usage(FILE *f, bool with_runtime) {
           "                                                           every variant vs the reference\n"
           "  tune   KERNEL|KERNEL.PASS|flce.chunk|all [--kernel K]... [--dtype D] [--shape ...] [--db FILE]\n"
           "         [--backend B] [--reps N] [--json] [--svg FILE] [--shard i/n] [--no-reference]\n"
-          "                                                           time the variants, keep the fastest\n"
+          "         [--dry-run]                                       time the variants, keep the fastest\n"
           "  tune merge A.json B.json ... --db OUT.json               join the DBs of a sharded tune\n",
           f);
   fputs("  help   [COMMAND]                                         this, or one command's help\n", f);

@@ -19,6 +19,8 @@ const int cli_flce_ntune_shapes = 1;
 
 enum { MAX_CAND = 24, MAX_CHUNK = 4096 };
 static const double MAX_SCRATCH = 256.0 * 1024 * 1024; /* bytes of logits per chunk */
+/* a GEMM rate no core reaches (above AVX-512 bf16's peak): a call's floor */
+static const double FASTEST_FLOPS_PER_CORE_S = 5e11;
 
 typedef struct {
   int64_t chunk;
@@ -89,21 +91,37 @@ static bool close_to(const void *got, const void *want, int dtype, int64_t n, do
   return true;
 }
 
+/* the default first (Liger's rule), then powers of two up to bt, then the
+ * same with OpenBLAS's GEMMs in f32 (OpenBLAS runs f32 only); their count */
+static int candidates(flce_cand *cand, int dtype, cli_flce_shape sh) {
+  int n = 0;
+  memset(cand, 0, MAX_CAND * sizeof *cand);
+  const int64_t liger = rt_flce_chunk_rows(NULL, sh.bt, sh.hidden, sh.vocab);
+  cand[n++].chunk = liger;
+  for (int64_t c = 16; c <= sh.bt && c <= MAX_CHUNK && n < MAX_CAND / 2; c *= 2)
+    if (c != liger) cand[n++].chunk = c;
+  for (int i = 0, m = n; dtype == 0 && i < m; i++)
+    cand[n].chunk = cand[i].chunk, cand[n++].openblas = true;
+  return n;
+}
+
+double cli_flce_chunk_floor(int dtype, cli_flce_shape sh, int reps, int cores, int *ncand) {
+  flce_cand cand[MAX_CAND];
+  const int n = candidates(cand, dtype, sh);
+  *ncand += n;
+  /* the three GEMMs of a call (logits, dx, dW) */
+  const double flops = 6.0 * (double)sh.bt * (double)sh.hidden * (double)sh.vocab;
+  return cli_time_floor(n, reps, flops / (FASTEST_FLOPS_PER_CORE_S * cores));
+}
+
 int cli_tune_flce_chunk(const cli_tune_sink *s, int dtype, cli_flce_shape sh, int reps) {
   FILE *out = s->out;
   const int64_t bt = sh.bt, h = sh.hidden, v = sh.vocab, es = dtype == 0 ? 4 : 2;
   fprintf(out, "\nflce.chunk  %s  bt=%lld,hidden=%lld,vocab=%lld  (whole ubg_flce calls, MEAN, with dx and dweight)\n",
           ug_dtype_name(dtype), (long long)bt, (long long)h, (long long)v);
   flce_cand cand[MAX_CAND];
-  int n = 0, rc = -1;
-  memset(cand, 0, sizeof cand);
-  /* the default first (Liger's rule), then powers of two up to bt */
-  const int64_t liger = rt_flce_chunk_rows(NULL, bt, h, v);
-  cand[n++].chunk = liger;
-  for (int64_t c = 16; c <= bt && c <= MAX_CHUNK && n < MAX_CAND / 2; c *= 2)
-    if (c != liger) cand[n++].chunk = c;
-  for (int i = 0, m = n; dtype == 0 && i < m; i++) /* OpenBLAS runs f32 only */
-    cand[n].chunk = cand[i].chunk, cand[n++].openblas = true;
+  int rc = -1;
+  const int n = candidates(cand, dtype, sh);
 
   flce_run r;
   memset(&r, 0, sizeof r);

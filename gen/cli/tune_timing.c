@@ -88,6 +88,11 @@ static int playoff(cli_timed *cand, int n, int reps, void (*run)(void *, int), v
   return 0;
 }
 
+double cli_time_floor(int n, int reps, double call_floor) {
+  const double measured = call_floor > MIN_SECONDS ? call_floor : MIN_SECONDS;
+  return n <= 0 ? 0 : n * call_floor + (n + reps - 1) * measured;
+}
+
 int cli_pick(const cli_timed *cand, int n, int dflt, int *fastest, double *noise) {
   int best = -1;
   for (int c = 0; c < n; c++)

@@ -33,6 +33,13 @@ typedef struct {
 int cli_time_candidates(cli_timed *cand, int n, int reps, void (*run)(void *ud, int c),
                        void (*progress)(void *ud, int round), void *ud);
 
+/* The least seconds verification (one call each) and cli_time_candidates
+ * can take for n candidates and reps rounds when no call is faster than
+ * call_floor seconds: every candidate runs twice (verified, then measured
+ * once), the fastest reps rounds. A floor, not a forecast: what a sweep
+ * announces before it starts (cmd_tune.c). */
+double cli_time_floor(int n, int reps, double call_floor);
+
 /* (p75 - p25) / p50 of t[0, n), quantiles linearly interpolated; t is
  * sorted in place */
 double cli_spread(double *t, int n);
