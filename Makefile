@@ -7,7 +7,8 @@
 #   make MARCH=x86-64-v3 kernels for another CPU (default: this one)
 #   make UB=256KiB       the UB budget the built-in kernels are emitted for
 #   make UBGEN_AOT=0     a library without built-in kernels: every variant through the JIT
-#   make BLAS=openblas   ubg_flce may also run its GEMMs with OpenBLAS (UBGEN_FLCE_GEMM=openblas)
+#   make BLAS=           without OpenBLAS (default: with it when it links: ubg_flce may then run its
+#                        GEMMs with OpenBLAS where `ubgen tune flce.chunk` finds it faster)
 #   make BUILD=build-lean TUNED=build/tuning.json
 #                        a lean library: only the tuned variants and the default choices built in
 #                        (ubgen emit --tuned); any other variant a call needs goes through the JIT
@@ -22,7 +23,12 @@ BUILD   ?= build
 MARCH   ?= native
 UB      ?= 196608
 UBGEN_AOT ?= 1
-BLAS    ?=
+# OpenBLAS when a program using it compiles and links here (make test and
+# make run install libopenblas-dev first, then build in a sub-make)
+ifeq ($(origin BLAS),undefined)
+BLAS    := $(shell printf '\043include <cblas.h>\nint main(void) { cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 1); return 0; }\n' | \
+             $(CC) -x c - -lopenblas -o /dev/null >/dev/null 2>&1 && echo openblas)
+endif
 TUNED   ?=
 EMIT_KERNELS := $(if $(filter 0,$(UBGEN_AOT)),--no-kernels,) $(if $(TUNED),--tuned $(TUNED))
 AOT_FLAG := $(BUILD)/aot-$(UBGEN_AOT)$(if $(TUNED),-tuned).flag
@@ -172,7 +178,7 @@ install: all
 	install -m 644 runtime/include/ubgen.h $(DESTDIR)$(PREFIX)/include/ubgen.h
 	install -m 644 templates/ubgen_ref.h $(DESTDIR)$(PREFIX)/include/ubgen_ref.h
 	install -m 644 runtime/ubgen_aot.h $(DESTDIR)$(PREFIX)/include/ubgen_aot.h
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' mk/ubgen.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@BLAS_LIBS@|$(if $(BLAS),-lopenblas)|' mk/ubgen.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
 	install -m 644 $(SPECS) $(SPEC_REFS) $(DESTDIR)$(PREFIX)/share/ubgen/specs/
 	install -m 644 $(TEMPLATES) $(DESTDIR)$(PREFIX)/share/ubgen/templates/

@@ -38,13 +38,13 @@ $(BUILD)/tests/%: tests/%.c $(REF_OBJS) $(TKLIST) $(LIB_A) $(HEADERS) $$(TEST_SR
 # op through the JIT: built beside the main one, checked by its own test.
 NOAOT := $(BUILD)/noaot
 $(NOAOT)/lib/libubgen.a: $(SPECS) $(TEMPLATES) $(wildcard gen/*/*.c runtime/*.c templates/*.c) $(HEADERS)
-	$(MAKE) BUILD=$(NOAOT) UBGEN_AOT=0 $(NOAOT)/lib/libubgen.a
+	$(MAKE) BUILD=$(NOAOT) UBGEN_AOT=0 BLAS= $(NOAOT)/lib/libubgen.a
 $(BUILD)/tests/noaot_test: tests/noaot/test_noaot.c $(NOAOT)/lib/libubgen.a $(REF_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) $(CFLAGS) $< $(REF_OBJS) $(NOAOT)/lib/libubgen.a -lcriterion $(LDLIBS) -o $@
 
-# ubg_flce's OpenBLAS GEMMs (make BLAS=openblas) tested without a second
-# library: op_flce.c compiled with them, linked ahead of libubgen.a's copy
+# ubg_flce's OpenBLAS GEMMs tested whatever BLAS the library was built with:
+# op_flce.c compiled with them, linked ahead of libubgen.a's copy
 $(BUILD)/obj/runtime-blas/op_flce.o: runtime/op_flce.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(LIBFLAGS) $(CFLAGS) -DUBG_HAVE_OPENBLAS -c $< -o $@

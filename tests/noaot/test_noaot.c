@@ -1,6 +1,6 @@
-/* Linked with a libubgen built by `make UBGEN_AOT=0`: no kernel is built
- * in, the specs are (in the registry), and every op runs through the JIT
- * (tcc here) with the same results as the reference. */
+/* Linked with a libubgen built by `make UBGEN_AOT=0 BLAS=`: no kernel is
+ * built in, the specs are (in the registry), and every op runs through the
+ * JIT (tcc here) with the same results as the reference; and no OpenBLAS. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -88,4 +88,19 @@ Test(noaot, flce_is_compiled_and_right) {
   cr_assert(ref_compare(dw, REF_F32, rdw, V * H, 1e-5, 5e-4, &err) < 0, "dweight off the reference by %g", err);
   ubg_ctx_destroy(ctx);
   free(x), free(w);
+}
+
+/* without OpenBLAS, asking ubg_flce for it is refused by name, nothing written */
+Test(noaot, flce_refuses_openblas_in_a_build_without_it) {
+  setenv("UBGEN_FLCE_GEMM", "openblas", 1);
+  ubg_ctx *ctx = NULL;
+  cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
+  unsetenv("UBGEN_FLCE_GEMM");
+  float x[4] = {1, 2, 3, 4}, w[8] = {1, 0, 0, 1, 1, 1, 0, 0}, loss = -7;
+  int64_t t[2] = {0, 3};
+  ubg_flce_out out = {&loss, NULL, NULL, NULL, NULL, NULL, NULL};
+  cr_assert_eq(ubg_flce(ctx, UBG_F32, 2, 2, 4, x, w, t, NULL, &out), UBG_EINVAL);
+  cr_assert(strstr(ubg_ctx_error(ctx), "not built with BLAS=openblas"), "%s", ubg_ctx_error(ctx));
+  cr_assert_eq(loss, -7, "nothing written");
+  ubg_ctx_destroy(ctx);
 }
