@@ -711,11 +711,13 @@ typedef struct {
 
 static emit_stats parse_emit(const char *err) {
   emit_stats s = {-1, -1, -1};
-  const char *p = strstr(err, "files written");
+  const char *p = strstr(err, " written, ");
   cr_assert_not_null(p, "no \"(N files written, M unchanged, K removed)\" in: %s", err);
   while (p > err && p[-1] != '(') p--;
-  cr_assert_eq(sscanf(p, "%d files written, %d unchanged, %d removed)", &s.written, &s.unchanged, &s.removed), 3,
+  char files[8] = "";
+  cr_assert_eq(sscanf(p, "%d %7s written, %d unchanged, %d removed)", &s.written, files, &s.unchanged, &s.removed), 4,
                "%s", err);
+  cr_assert_str_eq(files, s.written == 1 ? "file" : "files", "%s", err);
   return s;
 }
 

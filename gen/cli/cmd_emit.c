@@ -108,8 +108,9 @@ int cli_cmd_emit(int argc, char **argv) {
     cli_diag(&d);
     goto out;
   }
-  fprintf(stderr, "ubgen emit: %d variants of %d kernels into %s (%d files written, %d unchanged, %d removed)\n", nall,
-          nk, o.out, st.written, st.unchanged, st.removed);
+  fprintf(stderr, "ubgen emit: %d %s of %d %s into %s (%d %s written, %d unchanged, %d removed)\n", nall,
+          nall == 1 ? "variant" : "variants", nk, nk == 1 ? "kernel" : "kernels", o.out, st.written,
+          st.written == 1 ? "file" : "files", st.unchanged, st.removed);
   if (o.tuned) {
     fprintf(stderr, "ubgen emit: --tuned %s: %d tuned %s and the default choices kept %d of the %d variants that fit",
             o.tuned, ts.tuned, ts.tuned == 1 ? "entry" : "entries", nall, considered);
