@@ -1,7 +1,7 @@
 {{! Unpacks the argument slots into named locals: tensors as typed pointers,
     ints as ubg_i64, floats as float; then derived values and workspace
     buffers. Every name is marked used, so a kernel that ignores one compiles
-    without warnings. }}
+    without warnings. The UB buffers are ub.h's and ub_buffer.h's. }}
   const ubg_slot *ubg_a = (const ubg_slot *)ubg_args_;
 {{#args}}
 {{#is_tensor}}
