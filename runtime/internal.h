@@ -64,6 +64,8 @@ typedef struct rt_block {
   size_t size;
 } rt_block;
 
+enum { RT_MAX_COMPOSITES = 8 };
+
 struct ubg_ctx {
   uint64_t id; /* unique per context, so per-thread messages never leak between contexts */
   ug_budget budget;
@@ -89,9 +91,29 @@ struct ubg_ctx {
   int64_t flce_chunk;       /* UBGEN_FLCE_CHUNK: rows per ubg_flce chunk, 0: Liger's rule */
   bool flce_openblas;       /* UBGEN_FLCE_GEMM=openblas */
   bool flce_gemm_set;       /* UBGEN_FLCE_GEMM is set: the tuning DB does not choose the GEMMs */
+  char composite_forced[RT_MAX_COMPOSITES][64]; /* ubg_set_variant's names for composite ops, "" none; under lock */
   pthread_t async[RT_MAX_ASYNC]; /* background gcc builds, joined at destroy */
   int nasync;
 };
+
+/* ---- composite ops ----
+ * An op that is not one spec'd pass but runs several (ubg_flce) has
+ * variants of its own (its chunk, its GEMMs). Its typed wrapper registers
+ * (kernel, pass) and a check of a variant's name at load time; then
+ * ubg_set_variant forces one by name, as for any pass, and the wrapper
+ * reads what is forced with rt_composite_forced. */
+typedef struct rt_composite {
+  const char *kernel, *pass;
+  /* 0 when name is one of its variants; else -1 and why (a phrase) */
+  int (*check)(const char *name, char *why, size_t n);
+  int index; /* its slot in ubg_ctx.composite_forced, set by rt_composite_register */
+  struct rt_composite *next;
+} rt_composite;
+UBG_HIDDEN void rt_composite_register(rt_composite *c);
+/* the composite named (kernel, pass), or NULL */
+UBG_HIDDEN const rt_composite *rt_composite_find(const char *kernel, const char *pass);
+/* the name forced on ctx for c ("" when none) */
+UBG_HIDDEN void rt_composite_forced(const ubg_ctx *ctx, const rt_composite *c, char *out, size_t n);
 
 /* ---- messages (per thread, per context) ---- */
 UBG_HIDDEN ubg_status rt_fail(const ubg_ctx *ctx, ubg_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -156,9 +178,9 @@ UBG_HIDDEN int64_t rt_flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hi
  * and shown by `ubgen plan flce.chunk`. */
 typedef struct {
   int64_t chunk;              /* rows per chunk */
-  const char *chunk_source;   /* "UBGEN_FLCE_CHUNK", "tuned" or "Liger's rule" */
+  const char *chunk_source;   /* "ubg_set_variant", "UBGEN_FLCE_CHUNK", "tuned" or "Liger's rule" */
   bool openblas;              /* OpenBLAS runs the GEMMs (f32 only; a build without it refuses the call) */
-  const char *gemm_source;    /* "UBGEN_FLCE_GEMM", "tuned" or "default" */
+  const char *gemm_source;    /* "ubg_set_variant", "UBGEN_FLCE_GEMM", "tuned" or "default" */
   const ug_tune_entry *entry; /* ctx's tuning DB entry for the call's bucket and ub_bytes, or NULL */
   int64_t entry_chunk;        /* its chunk=N; 0 when its variant does not read as chunk=N[,gemm=B] */
   bool entry_openblas;        /* it says gemm=openblas */

@@ -77,23 +77,50 @@ int rt_flce_parse_variant(const char *s, int64_t *chunk, bool *openblas) {
   return 0;
 }
 
+/* flce.chunk as a composite op: ubg_set_variant(ctx, "flce", "chunk",
+ * "chunk=N[,gemm=openblas]") forces a chunk (and the GEMMs) on ctx */
+static int check_chunk_variant(const char *name, char *why, size_t n) {
+  int64_t chunk;
+  bool openblas;
+  if (rt_flce_parse_variant(name, &chunk, &openblas) < 0) {
+    snprintf(why, n, "its variants are chunk=N or chunk=N,gemm=openblas, N from 1 to %d", RT_FLCE_MAX_CHUNK);
+    return -1;
+  }
+  if (openblas && !rt_have_openblas) {
+    snprintf(why, n, "gemm=openblas, but this library was built without OpenBLAS");
+    return -1;
+  }
+  return 0;
+}
+static rt_composite flce_chunk = {"flce", "chunk", check_chunk_variant, 0, NULL};
+__attribute__((constructor)) static void register_flce_chunk(void) { rt_composite_register(&flce_chunk); }
+
 /* The rule, the environment and the tuning DB's entry for this call
  * (`ubgen tune flce.chunk`): kernel "flce", pass "chunk", the shape bucket
  * of (bt, hidden, vocab), variant "chunk=N" or "chunk=N,gemm=openblas". The
- * environment wins over the entry (UBGEN_FLCE_CHUNK, UBGEN_FLCE_GEMM); an
- * entry naming OpenBLAS in a build without it keeps the generated GEMMs. */
+ * environment wins over the entry (UBGEN_FLCE_CHUNK, UBGEN_FLCE_GEMM), and
+ * a variant forced with ubg_set_variant over both; an entry naming
+ * OpenBLAS in a build without it keeps the generated GEMMs. */
 void rt_flce_choose(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, int64_t vocab, rt_flce_choice *c) {
   memset(c, 0, sizeof *c);
   c->chunk = rt_flce_chunk_rows(ctx, bt < 0 ? 0 : bt, hidden < 1 ? 1 : hidden, vocab < 1 ? 1 : vocab);
   c->chunk_source = ctx->flce_chunk > 0 ? "UBGEN_FLCE_CHUNK" : "Liger's rule";
   c->openblas = ctx->flce_openblas && dtype == UBG_F32;
   c->gemm_source = ctx->flce_gemm_set ? "UBGEN_FLCE_GEMM" : "default";
+  char forced[64];
+  rt_composite_forced(ctx, &flce_chunk, forced, sizeof forced);
+  int64_t n;
+  bool openblas;
+  if (*forced && rt_flce_parse_variant(forced, &n, &openblas) == 0) {
+    c->chunk = n < bt ? n : bt < 1 ? 1 : bt;
+    c->chunk_source = c->gemm_source = "ubg_set_variant";
+    c->openblas = openblas && dtype == UBG_F32;
+    return;
+  }
   if (!ctx->tunedb.n || bt < 1 || hidden < 1 || vocab < 1) return;
   const int64_t shape[3] = {ug_tune_bucket(bt), ug_tune_bucket(hidden), ug_tune_bucket(vocab)};
   static const char *const names[3] = {"bt", "hidden", "vocab"};
   c->entry = ug_tunedb_find(&ctx->tunedb, "flce", "chunk", (int)dtype, 3, names, shape, ctx->ub_bytes);
-  int64_t n;
-  bool openblas;
   if (!c->entry || rt_flce_parse_variant(c->entry->variant, &n, &openblas) < 0) return;
   c->entry_chunk = n;
   c->entry_openblas = openblas;

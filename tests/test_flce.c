@@ -1153,6 +1153,35 @@ Test(flce_torch, matches_torch_cross_entropy, .timeout = 300 * TC_TIME_SCALE) {
   if (system(cmd) != 0) cr_log_warn("could not remove %s", root);
 }
 
+/* flce.chunk forced by name, as any pass's variant: ubg_set_variant takes
+ * "chunk=N", the call runs N rows a chunk with the default's bits and says
+ * so; a name that is not a variant is refused by name; NULL clears */
+Test(flce_bitwise, chunk_forced_by_name) {
+  fc c = bitwise_case(2);
+  fin in = make_inputs(&c);
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 0);
+  fout want = run_plain(ctx, &c, &in, "default chunk");
+  cr_assert(strstr(ubg_ctx_last_variant(ctx), "(Liger's rule)"), "%s", ubg_ctx_last_variant(ctx));
+  cr_assert_eq(ubg_set_variant(ctx, "flce", "chunk", "chunk=5"), UBG_OK, "%s", ubg_ctx_error(ctx));
+  fout o = run_plain(ctx, &c, &in, "forced chunk");
+  cr_assert(strstr(ubg_ctx_last_variant(ctx), ";chunk=5 (ubg_set_variant)"), "%s", ubg_ctx_last_variant(ctx));
+  cr_assert(same_out(&o, &want), "chunk 5 differs from the default chunk in %s", first_diff(&o, &want));
+  free_out(&o);
+  const char *bad[] = {"chunk=0", "chunk=08", "chunks=8", "chunk=8,gemm=cublas", ""};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    cr_assert_eq(ubg_set_variant(ctx, "flce", "chunk", bad[i]), UBG_ENOTFOUND, "\"%s\" taken", bad[i]);
+    cr_assert(strstr(ubg_ctx_error(ctx), "flce.chunk has no variant") && strstr(ubg_ctx_error(ctx), "chunk=N"), "%s",
+              ubg_ctx_error(ctx));
+  }
+  cr_assert_eq(ubg_set_variant(ctx, "flce", "chunk", NULL), UBG_OK);
+  o = run_plain(ctx, &c, &in, "cleared");
+  cr_assert(strstr(ubg_ctx_last_variant(ctx), "(Liger's rule)"), "cleared: %s", ubg_ctx_last_variant(ctx));
+  free_out(&o);
+  free_out(&want);
+  free_inputs(&in);
+  ubg_ctx_destroy(ctx);
+}
+
 /* ---- extra memory: a chunk of logits (and f32 accumulators), flat in BT */
 
 static size_t scratch_of(ubg_ctx *ctx, const fc *c) {

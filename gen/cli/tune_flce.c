@@ -25,13 +25,13 @@ static const double FASTEST_FLOPS_PER_CORE_S = 5e11;
 typedef struct {
   int64_t chunk;
   bool openblas;
-  ubg_ctx *ctx;
   char name[48];
   bool failed, wrong;
   char msg[300];
 } flce_cand;
 
 typedef struct {
+  ubg_ctx *ctx;
   flce_cand *c;
   int dtype;
   cli_flce_shape sh;
@@ -43,10 +43,14 @@ typedef struct {
   const char *where; /* the sink's */
 } flce_run;
 
-static void run_one(void *ud, int c) {
-  flce_run *r = ud;
-  ubg_flce(r->c[c].ctx, (ubg_dtype)r->dtype, r->sh.bt, r->sh.hidden, r->sh.vocab, r->x, r->w, r->t, &r->opts, &r->out);
+/* candidate c's call; 0 or the failure */
+static ubg_status call_one(flce_run *r, int c) {
+  ubg_status s = ubg_set_variant(r->ctx, "flce", "chunk", r->c[c].name);
+  return s ? s : ubg_flce(r->ctx, (ubg_dtype)r->dtype, r->sh.bt, r->sh.hidden, r->sh.vocab, r->x, r->w, r->t, &r->opts,
+                              &r->out);
 }
+
+static void run_one(void *ud, int c) { call_one(ud, c); }
 
 static void show_round(void *ud, int round) {
   const flce_run *r = ud;
@@ -54,28 +58,14 @@ static void show_round(void *ud, int round) {
                r->good);
 }
 
-/* a context whose ubg_flce uses this chunk and GEMM backend (the
- * environment is read at creation and restored after) */
-static ubg_status make_ctx(const cli_opts *o, flce_cand *c) {
-  char chunk[32];
-  snprintf(chunk, sizeof chunk, "%lld", (long long)c->chunk);
-  const char *old_chunk = getenv("UBGEN_FLCE_CHUNK"), *old_gemm = getenv("UBGEN_FLCE_GEMM");
-  char *keep_chunk = old_chunk ? strdup(old_chunk) : NULL, *keep_gemm = old_gemm ? strdup(old_gemm) : NULL;
-  setenv("UBGEN_FLCE_CHUNK", chunk, 1);
-  setenv("UBGEN_FLCE_GEMM", c->openblas ? "openblas" : "generated", 1);
+/* the context the candidates run on, each forced by name in turn
+ * (ubg_set_variant: flce.chunk is a composite op of the runtime's) */
+static ubg_status make_ctx(const cli_opts *o, ubg_ctx **ctx) {
   ubg_config cfg = {0};
   cfg.ub_bytes = (size_t)o->budget.ub_bytes;
   cfg.safety_margin = o->budget.margin;
   cfg.tuning_db = "/nonexistent/ubgen-tune-reads-no-db";
-  ubg_status s = ubg_ctx_create(&cfg, &c->ctx);
-  if (s) snprintf(c->msg, sizeof c->msg, "%s", ubg_ctx_error(NULL));
-  if (keep_chunk) setenv("UBGEN_FLCE_CHUNK", keep_chunk, 1);
-  else unsetenv("UBGEN_FLCE_CHUNK");
-  if (keep_gemm) setenv("UBGEN_FLCE_GEMM", keep_gemm, 1);
-  else unsetenv("UBGEN_FLCE_GEMM");
-  free(keep_chunk);
-  free(keep_gemm);
-  return s;
+  return ubg_ctx_create(&cfg, ctx);
 }
 
 /* |got - want| <= atol + rtol |want| everywhere; the first miss into msg */
@@ -140,6 +130,10 @@ int cli_tune_flce_chunk(const cli_tune_sink *s, int dtype, cli_flce_shape sh, in
   for (int64_t i = 0; i < v * h; i++) ref_store(w, i, dtype, ((double)((seed = seed * 6364136223846793005ull + 1) >> 40) / (1 << 24) - 0.5) * 0.1);
   for (int64_t i = 0; i < bt; i++) t[i] = (int64_t)((seed = seed * 6364136223846793005ull + 1) >> 33) % v;
   r.c = cand, r.dtype = dtype, r.sh = sh, r.x = x, r.w = w, r.t = t, r.reps = reps, r.where = s->where;
+  if (make_ctx(s->o, &r.ctx)) {
+    cli_error("tune flce.chunk: %s", ubg_ctx_error(NULL));
+    goto done;
+  }
   ubg_flce_opts_init(&r.opts);
   r.out = (ubg_flce_out){&loss, NULL, NULL, dx, dw, NULL, NULL};
 
@@ -161,11 +155,9 @@ int cli_tune_flce_chunk(const cli_tune_sink *s, int dtype, cli_flce_shape sh, in
       cd->failed = true;
       continue;
     }
-    ubg_status st = make_ctx(s->o, cd);
-    if (!st) st = ubg_flce(cd->ctx, (ubg_dtype)dtype, bt, h, v, x, w, t, &r.opts, &r.out);
-    if (st) {
+    if (call_one(&r, c)) {
       cd->failed = true;
-      if (cd->ctx) snprintf(cd->msg, sizeof cd->msg, "%s", ubg_ctx_error(cd->ctx));
+      snprintf(cd->msg, sizeof cd->msg, "%s", ubg_ctx_error(r.ctx));
       if (cd->openblas) { /* one note for them all: the build has no OpenBLAS */
         blas_missing = true;
         fprintf(out, "  not timed: the OpenBLAS GEMMs (%s)\n", cd->msg);
@@ -269,8 +261,7 @@ int cli_tune_flce_chunk(const cli_tune_sink *s, int dtype, cli_flce_shape sh, in
   }
   rc = 0;
 done:
-  for (int c = 0; c < n; c++)
-    if (cand[c].ctx) ubg_ctx_destroy(cand[c].ctx);
+  if (r.ctx) ubg_ctx_destroy(r.ctx);
   free(x), free(w), free(t), free(dx), free(dw), free(dx0), free(dw0);
   return rc;
 }

@@ -1,7 +1,8 @@
 /* ubgen tune flce.chunk: ubg_flce's rows per chunk (and, in a build with
- * OpenBLAS, its GEMM backend) for one dtype and shape. Not a spec'd pass:
- * the candidates are whole ubg_flce calls, each in a context created with
- * UBGEN_FLCE_CHUNK (and UBGEN_FLCE_GEMM) set. The DB entry is kernel
+ * OpenBLAS, its GEMM backend) for one dtype and shape. Not a spec'd pass
+ * but the runtime's composite op: the candidates are whole ubg_flce calls
+ * on one context, each forced by name with ubg_set_variant(ctx, "flce",
+ * "chunk", "chunk=N[,gemm=openblas]"). The DB entry is kernel
  * "flce", pass "chunk", shape {bt, hidden, vocab} (bucketed), variant
  * "chunk=N" or "chunk=N,gemm=openblas"; ubg_flce follows it (op_flce.c). */
 #ifndef CLI_TUNE_FLCE_H

@@ -55,7 +55,9 @@ UBG_API void        ubg_ctx_destroy(ubg_ctx *ctx);
 UBG_API const char *ubg_ctx_error(const ubg_ctx *ctx);        /* last failure, this thread */
 UBG_API const char *ubg_ctx_last_variant(const ubg_ctx *ctx); /* variant of the last call or ubg_prepare, this thread */
 UBG_API const char *ubg_status_str(ubg_status s);
-/* force a variant for kernel.pass (NULL: automatic again); UBG_EUB if it does not fit */
+/* force a variant for kernel.pass (NULL: automatic again); UBG_EUB if it does not fit.
+ * ubg_flce's chunk and GEMMs are the variants of "flce", "chunk": "chunk=N" or
+ * "chunk=N,gemm=openblas" (over UBGEN_FLCE_CHUNK, UBGEN_FLCE_GEMM and the tuning DB). */
 UBG_API ubg_status  ubg_set_variant(ubg_ctx *ctx, const char *kernel, const char *pass, const char *variant);
 /* get a variant's code ready now (built in, or compiled by the context's
  * backend) without running it: a compile error shows here, and the first
