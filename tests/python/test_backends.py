@@ -69,3 +69,26 @@ def test_forced_variant_round_trip(restore_context):
     ctx.set_variant("rms_norm", "fwd", None)
     assert torch.equal(ubgen.torch.rms_norm(x, w), y_auto)
     assert torch.allclose(y_auto, x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w, atol=1e-5)
+
+
+def test_flce_chunk_forced_by_name(restore_context):
+    """ubg_flce's chunk is a variant like any pass's: forced from Python by
+    name it runs that chunk with the default's bits and says so; a name that
+    is not chunk=N is a ValueError naming it"""
+    ctx = ubgen.configure(threads=1)
+    torch.manual_seed(3)
+    x, w = torch.randn(40, 32), torch.randn(300, 32) * 0.1
+    t = torch.randint(0, 300, (40,))
+    loss_auto = ubgen.torch.fused_linear_cross_entropy(x, w, t)
+    assert "(Liger's rule)" in ctx.last_variant(), ctx.last_variant()
+    ctx.set_variant("flce", "chunk", "chunk=7")
+    loss_forced = ubgen.torch.fused_linear_cross_entropy(x, w, t)
+    assert ctx.last_variant().endswith(";chunk=7 (ubg_set_variant)"), ctx.last_variant()
+    assert torch.equal(loss_forced, loss_auto)
+    with pytest.raises(ValueError, match="chunk=7x"):
+        ctx.set_variant("flce", "chunk", "chunk=7x")
+    ctx.set_variant("flce", "chunk", None)
+    ubgen.torch.fused_linear_cross_entropy(x, w, t)
+    assert "(Liger's rule)" in ctx.last_variant(), ctx.last_variant()
+    ref = torch.nn.functional.cross_entropy(x.double() @ w.double().t(), t)
+    assert abs(loss_auto.item() - ref.item()) < 1e-5
