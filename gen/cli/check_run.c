@@ -42,20 +42,27 @@ void cli_check_call_free(cli_check_call *c) {
   memset(c, 0, sizeof *c);
 }
 
+/* the elements of tensor a at env: 0 ok, -1 invalid or over 2^31 */
+static int tensor_count(const ug_arg *a, const int64_t *env, int64_t *count) {
+  *count = 1;
+  for (int d = 0; d < a->rank; d++) {
+    int64_t dim;
+    ug_expr_err err;
+    if (ug_expr_eval(a->shape[d], env, &dim, &err) < 0 || __builtin_mul_overflow(*count, dim, count) ||
+        *count > ((int64_t)1 << 31))
+      return -1;
+  }
+  return 0;
+}
+
 int64_t cli_check_call_bytes(const ug_pass *p, int dtype, const ug_case *cs) {
-  int64_t *env = calloc((size_t)p->nsyms + 1, sizeof *env), total = 0;
+  int64_t *env = calloc((size_t)p->nsyms + 1, sizeof *env), total = 0, count;
   if (!env) return -1;
   ug_case_env(p, cs, env);
   for (int i = 0; i < p->nargs && total >= 0; i++) {
     const ug_arg *a = &p->args[i];
     if (a->kind == UG_ARG_INT || a->kind == UG_ARG_FLOAT || cs->omit[i]) continue;
-    int64_t count = 1;
-    for (int d = 0; d < a->rank && total >= 0; d++) {
-      int64_t dim;
-      ug_expr_err err;
-      if (ug_expr_eval(a->shape[d], env, &dim, &err) < 0 || __builtin_mul_overflow(count, dim, &count)) total = -1;
-    }
-    if (total >= 0 && __builtin_add_overflow(total, count * (int64_t)ug_elem_bytes(a->elem, dtype), &total)) total = -1;
+    total = tensor_count(a, env, &count) < 0 ? -1 : total + count * (int64_t)ug_elem_bytes(a->elem, dtype);
   }
   free(env);
   return total;
@@ -88,15 +95,10 @@ int cli_check_call_make(cli_check_call *c, const ug_pass *p, int dtype, const ug
     c->args[i].kind = UBG_ARG_PTR;
     c->args[i].v.p = c->rargs[i].p = NULL;
     if (cs->omit[i]) continue;
-    int64_t count = 1;
-    for (int d = 0; d < a->rank; d++) {
-      int64_t dim;
-      ug_expr_err err;
-      if (ug_expr_eval(a->shape[d], env, &dim, &err) < 0 || __builtin_mul_overflow(count, dim, &count) ||
-          count > ((int64_t)1 << 31)) {
-        snprintf(msg, n, "case shape: %s is too large or invalid", a->name);
-        goto fail;
-      }
+    int64_t count;
+    if (tensor_count(a, env, &count) < 0) {
+      snprintf(msg, n, "case shape: %s is too large or invalid", a->name);
+      goto fail;
     }
     int rdt = ref_dtype_of(a->elem, dtype);
     size_t esize = ug_elem_bytes(a->elem, dtype);
