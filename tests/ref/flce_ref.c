@@ -16,6 +16,9 @@ void flce_ref_full(int dt, int64_t bt, int64_t hidden, int64_t vocab, const void
     o = &dflt;
   }
   const int64_t H = hidden, V = vocab;
+  /* weight NULL stands for the identity (hidden == vocab): the logits are x
+   * itself and dx is their gradient, the cross entropy on given logits,
+   * without a vocab x vocab matrix */
   double *X = load_all(x, bt * H, dt), *W = load_all(weight, V * H, dt);
   double *cw = load_all(o->ce_weight, V, REF_F32), *b = load_all(o->bias, V, dt);
   double *l = malloc((size_t)V * sizeof *l), *z = malloc((size_t)V * sizeof *z);
@@ -53,7 +56,10 @@ void flce_ref_full(int dt, int64_t bt, int64_t hidden, int64_t vocab, const void
     const double *xr = X + r * H;
     for (int64_t v = 0; v < V; v++) {
       double acc = b ? b[v] : 0;
-      for (int64_t h = 0; h < H; h++) acc += xr[h] * W[v * H + h];
+      if (W)
+        for (int64_t h = 0; h < H; h++) acc += xr[h] * W[v * H + h];
+      else
+        acc += xr[v];
       l[v] = acc;
     }
     double lr, zr;
@@ -75,8 +81,10 @@ void flce_ref_full(int dt, int64_t bt, int64_t hidden, int64_t vocab, const void
     if (!want_grad) continue;
     for (int64_t v = 0; v < V; v++) {
       const double g = l[v];
-      if (dx)
+      if (dx && W)
         for (int64_t h = 0; h < H; h++) dx[r * H + h] += g * W[v * H + h];
+      else if (dx)
+        dx[r * H + v] += g;
       if (dweight)
         for (int64_t h = 0; h < H; h++) dweight[v * H + h] += g * xr[h];
       if (dbias) dbias[v] += g;
