@@ -5,7 +5,9 @@
  * measured in one run, interleaved repetition by repetition:
  *   ubgen           ubg_flce with the generated GEMMs (UBGEN_FLCE_GEMM=generated)
  *   ubgen-openblas  ubg_flce with OpenBLAS GEMMs (UBGEN_FLCE_GEMM=openblas), when
- *                   the library was built with BLAS=openblas (probed at start)
+ *                   the library was built with BLAS=openblas (probed at start);
+ *                   with --dtype bf16 ubgen-amx instead: AMX tiles
+ *                   (UBGEN_FLCE_GEMM=amx), on a CPU with AMX-BF16
  *   openblas-gemms  the three GEMMs alone, OpenBLAS cblas_sgemm on all threads:
  *                   logits = x W^T [BT,V], dx = G W, dW = G^T x: the floor any
  *                   exact FLCE has to pay (G = the logits buffer, [BT,V] f32)
@@ -76,7 +78,9 @@ extern int64_t rt_flce_chunk_rows(const ubg_ctx *, int64_t bt, int64_t hidden, i
 
 enum { H = 1024, V = 32768, MAXN = 16, MAXREPS = 64, NPROV = 4, CHECK_BT = 256 };
 enum { P_GEMMS, P_NAIVE, P_UBGEN, P_UBGEN_OB }; /* providers */
-static const char *const prov_names[NPROV] = {"openblas-gemms", "naive", "ubgen", "ubgen-openblas"};
+/* the last: ubg_flce with the dtype's other GEMMs, OpenBLAS's (f32) or AMX tiles (bf16) */
+static const char *prov_names[NPROV] = {"openblas-gemms", "naive", "ubgen", "ubgen-openblas"};
+static const char *other_gemm = "openblas";
 static const char *const mode_names[3] = {"forward", "backward", "full"};
 static const double target_full = 1.25, target_gemm = 0.50;
 
@@ -205,7 +209,7 @@ static ubg_status flce_call(problem *p, int prov, bool grad) {
   return ubg_flce(p->ctx[prov], DT, p->bt, H, V, p->x, p->w, p->target, NULL, &o);
 }
 static void ubgen_call(problem *p, int prov, bool grad) {
-  bench_must(p->ctx[prov], flce_call(p, prov, grad), prov == P_UBGEN ? "ubg_flce (generated)" : "ubg_flce (openblas)");
+  bench_must(p->ctx[prov], flce_call(p, prov, grad), prov == P_UBGEN ? "ubg_flce (generated)" : "ubg_flce (other GEMMs)");
   if (grad) snprintf(p->variant[prov], sizeof p->variant[prov], "%s", ubg_ctx_last_variant(p->ctx[prov]));
 }
 
@@ -430,13 +434,14 @@ int main(int argc, char **argv) {
   const int threads = omp_get_num_procs();
   openblas_set_num_threads(threads);
 
-  /* two contexts: the generated GEMMs and OpenBLAS's (if built in) */
+  /* two contexts: the generated GEMMs and the dtype's other ones (if there) */
+  if (DT == UBG_BF16) other_gemm = "amx", prov_names[P_UBGEN_OB] = "ubgen-amx";
   ubg_ctx *ctx = NULL, *ctx_ob = NULL;
   setenv("UBGEN_FLCE_GEMM", "generated", 1);
   if (ubg_ctx_create(NULL, &ctx) != UBG_OK) return fprintf(stderr, "bench_flce: %s\n", ubg_ctx_error(NULL)), 2;
-  setenv("UBGEN_FLCE_GEMM", "openblas", 1);
+  setenv("UBGEN_FLCE_GEMM", other_gemm, 1);
   if (ubg_ctx_create(NULL, &ctx_ob) != UBG_OK) {
-    fprintf(stderr, "bench_flce: context with UBGEN_FLCE_GEMM=openblas: %s\n", ubg_ctx_error(NULL));
+    fprintf(stderr, "bench_flce: context with UBGEN_FLCE_GEMM=%s: %s\n", other_gemm, ubg_ctx_error(NULL));
     ctx_ob = NULL;
   }
   unsetenv("UBGEN_FLCE_GEMM");
@@ -473,8 +478,8 @@ int main(int argc, char **argv) {
   for (int q = P_UBGEN; q <= P_UBGEN_OB && !rc; q++) {
     if (!p.ctx[q]) continue;
     ubg_status st_ = flce_call(&p, q, true);
-    if (st_ == UBG_OK && q == P_UBGEN_OB && strncmp(ubg_ctx_last_variant(p.ctx[q]), "openblas", 8)) {
-      printf("%s: not measured: UBGEN_FLCE_GEMM=openblas ran the generated GEMMs (%s)\n", prov_names[q],
+    if (st_ == UBG_OK && q == P_UBGEN_OB && strncmp(ubg_ctx_last_variant(p.ctx[q]), other_gemm, strlen(other_gemm))) {
+      printf("%s: not measured: UBGEN_FLCE_GEMM=%s ran the generated GEMMs (%s)\n", prov_names[q], other_gemm,
              ubg_ctx_last_variant(p.ctx[q]));
     } else if (st_ == UBG_OK) {
       avail[q] = true;
@@ -483,7 +488,7 @@ int main(int argc, char **argv) {
       rc = check(&p, q);
     } else {
       printf("%s: not measured: %s: %s\n", prov_names[q], ubg_status_str(st_), ubg_ctx_error(p.ctx[q]));
-      if (st_ != UBG_ENOTFOUND && !(q == P_UBGEN_OB && strstr(ubg_ctx_error(p.ctx[q]), "openblas"))) rc = 2;
+      if (st_ != UBG_ENOTFOUND && !(q == P_UBGEN_OB && strstr(ubg_ctx_error(p.ctx[q]), other_gemm))) rc = 2;
     }
   }
   if (rc) return rc;

@@ -85,12 +85,14 @@ ubg_status rt_config_resolve(ubg_ctx *ctx, const ubg_config *cfg) {
   if ((s = env_int("UBGEN_FLCE_CHUNK", 0, RT_FLCE_MAX_CHUNK, &chunk, &set))) return s;
   ctx->flce_chunk = chunk;
   const char *gemm = getenv("UBGEN_FLCE_GEMM");
-  ctx->flce_openblas = false;
+  ctx->flce_gemm = RT_GEMM_GENERATED;
   ctx->flce_gemm_set = gemm && *gemm;
   if (gemm && *gemm) {
-    if (!strcmp(gemm, "openblas")) ctx->flce_openblas = true;
-    else if (strcmp(gemm, "generated"))
-      return rt_fail(NULL, UBG_EINVAL, "UBGEN_FLCE_GEMM=\"%s\" is not one of generated, openblas", gemm);
+    int g = 0;
+    while (g < 3 && strcmp(gemm, rt_gemm_names[g])) g++;
+    if (g == 3)
+      return rt_fail(NULL, UBG_EINVAL, "UBGEN_FLCE_GEMM=\"%s\" is not one of generated, openblas, amx", gemm);
+    ctx->flce_gemm = (rt_gemm)g;
   }
 
   const char *db = cfg->tuning_db ? cfg->tuning_db : getenv("UBGEN_TUNING_DB");

@@ -66,6 +66,12 @@ typedef struct rt_block {
 
 enum { RT_MAX_COMPOSITES = 8 };
 
+/* Who runs ubg_flce's three GEMMs: the generated passes (the default,
+ * every dtype, the promised bits), OpenBLAS's sgemm (f32, in a build with
+ * it) or AMX tiles (bf16, on a CPU with AMX-BF16: runtime/gemm_amx.h).
+ * The last two sum in their own order, so not in the generated bits. */
+typedef enum { RT_GEMM_GENERATED, RT_GEMM_OPENBLAS, RT_GEMM_AMX } rt_gemm;
+
 struct ubg_ctx {
   uint64_t id; /* unique per context, so per-thread messages never leak between contexts */
   ug_budget budget;
@@ -89,7 +95,7 @@ struct ubg_ctx {
   _Atomic int jit_compiles; /* variants this context compiled or swapped (tests) */
   bool jit_async;           /* UBGEN_JIT_ASYNC=1 */
   int64_t flce_chunk;       /* UBGEN_FLCE_CHUNK: rows per ubg_flce chunk, 0: Liger's rule */
-  bool flce_openblas;       /* UBGEN_FLCE_GEMM=openblas */
+  rt_gemm flce_gemm;        /* UBGEN_FLCE_GEMM */
   bool flce_gemm_set;       /* UBGEN_FLCE_GEMM is set: the tuning DB does not choose the GEMMs */
   char composite_forced[RT_MAX_COMPOSITES][64]; /* ubg_set_variant's names for composite ops, "" none; under lock */
   pthread_t async[RT_MAX_ASYNC]; /* background gcc builds, joined at destroy */
@@ -174,24 +180,32 @@ UBG_HIDDEN size_t rt_flce_last_scratch_bytes(void);
  * UBGEN_FLCE_CHUNK, else (ctx NULL too) Liger's rule; never more than bt */
 UBG_HIDDEN int64_t rt_flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, int64_t vocab);
 
+/* ubg_flce's GEMMs: their names in variants ("generated", "openblas",
+ * "amx"); whether one runs a dtype (OpenBLAS f32, AMX bf16, the generated
+ * ones all); NULL when this build and CPU have it, else why not */
+UBG_HIDDEN extern const char *const rt_gemm_names[3];
+UBG_HIDDEN bool rt_gemm_runs(rt_gemm g, ubg_dtype dtype);
+UBG_HIDDEN const char *rt_gemm_missing(rt_gemm g);
+
 /* What ubg_flce runs for a call, and why: the one choice, used by ubg_flce
  * and shown by `ubgen plan flce.chunk`. */
 typedef struct {
   int64_t chunk;              /* rows per chunk */
   const char *chunk_source;   /* "ubg_set_variant", "UBGEN_FLCE_CHUNK", "tuned" or "Liger's rule" */
-  bool openblas;              /* OpenBLAS runs the GEMMs (f32 only; a build without it refuses the call) */
+  rt_gemm gemm;               /* who runs the GEMMs (one that does not run the dtype is never chosen;
+                                 one missing here makes ubg_flce refuse the call) */
   const char *gemm_source;    /* "ubg_set_variant", "UBGEN_FLCE_GEMM", "tuned" or "default" */
   const ug_tune_entry *entry; /* ctx's tuning DB entry for the call's bucket and ub_bytes, or NULL */
   int64_t entry_chunk;        /* its chunk=N; 0 when its variant does not read as chunk=N[,gemm=B] */
-  bool entry_openblas;        /* it says gemm=openblas */
+  rt_gemm entry_gemm;         /* the gemm=B it names (RT_GEMM_GENERATED without one) */
 } rt_flce_choice;
 UBG_HIDDEN void rt_flce_choose(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, int64_t vocab,
                                rt_flce_choice *c);
-/* A tuning DB's flce.chunk variant, exactly "chunk=N" or
- * "chunk=N,gemm=openblas" with N in [1, RT_FLCE_MAX_CHUNK] written in
- * plain decimal: 0, or -1 for anything else (which ubg_flce ignores). */
+/* A tuning DB's flce.chunk variant, exactly "chunk=N", "chunk=N,gemm=openblas"
+ * or "chunk=N,gemm=amx" with N in [1, RT_FLCE_MAX_CHUNK] written in plain
+ * decimal: 0, or -1 for anything else (which ubg_flce ignores). */
 enum { RT_FLCE_MAX_CHUNK = 1 << 30 };
-UBG_HIDDEN int rt_flce_parse_variant(const char *s, int64_t *chunk, bool *openblas);
+UBG_HIDDEN int rt_flce_parse_variant(const char *s, int64_t *chunk, rt_gemm *gemm);
 /* the build has OpenBLAS (make BLAS=openblas) */
 UBG_HIDDEN extern const bool rt_have_openblas;
 
@@ -203,10 +217,13 @@ typedef struct {
   size_t z_rows;    /* and its row z-losses, with out->z_loss */
   size_t dw_acc;    /* f32 accumulators for dweight and dbias (f16, bf16) */
   size_t dbias_acc;
+  size_t dx_rows;   /* AMX: a chunk of dx in f32 */
+  size_t gemm_pack; /* AMX: its packed operands (runtime/gemm_amx.h) */
   size_t total;
 } rt_flce_scratch;
 UBG_HIDDEN void rt_flce_scratch_sizes(ubg_dtype dtype, int64_t chunk, int64_t hidden, int64_t vocab, bool reduce_none,
-                                      bool z_loss, bool dweight, bool dbias, rt_flce_scratch *s);
+                                      bool z_loss, bool dx, bool dweight, bool dbias, rt_gemm gemm, int threads,
+                                      rt_flce_scratch *s);
 
 /* ---- launch ---- */
 UBG_HIDDEN ubg_status rt_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype,

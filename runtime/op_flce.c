@@ -21,6 +21,7 @@
 
 #include "../templates/prelude.h"
 #include "ce_rows.h"
+#include "gemm_amx.h"
 #ifdef UBG_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
@@ -60,7 +61,21 @@ const bool rt_have_openblas = true;
 const bool rt_have_openblas = false;
 #endif
 
-int rt_flce_parse_variant(const char *s, int64_t *chunk, bool *openblas) {
+const char *const rt_gemm_names[3] = {"generated", "openblas", "amx"};
+
+bool rt_gemm_runs(rt_gemm g, ubg_dtype dtype) {
+  return g == RT_GEMM_GENERATED || (g == RT_GEMM_OPENBLAS && dtype == UBG_F32) ||
+         (g == RT_GEMM_AMX && dtype == UBG_BF16);
+}
+
+const char *rt_gemm_missing(rt_gemm g) {
+  if (g == RT_GEMM_OPENBLAS && !rt_have_openblas) return "this library was built without OpenBLAS";
+  if (g == RT_GEMM_AMX && !rt_amx_available())
+    return "this CPU has no AMX-BF16 tiles (or the kernel does not grant them)";
+  return NULL;
+}
+
+int rt_flce_parse_variant(const char *s, int64_t *chunk, rt_gemm *gemm) {
   if (strncmp(s, "chunk=", 6)) return -1;
   const char *d = s + 6;
   int64_t n = 0;
@@ -71,23 +86,31 @@ int rt_flce_parse_variant(const char *s, int64_t *chunk, bool *openblas) {
     if (n > RT_FLCE_MAX_CHUNK) return -1;
   }
   if (digits == 0) return -1;
-  if (*d && strcmp(d, ",gemm=openblas")) return -1;
+  rt_gemm g = RT_GEMM_GENERATED;
+  if (*d) { /* ",gemm=B" for B other than the default */
+    if (strncmp(d, ",gemm=", 6)) return -1;
+    for (g = RT_GEMM_OPENBLAS; g <= RT_GEMM_AMX && strcmp(d + 6, rt_gemm_names[g]); g++) {
+    }
+    if (g > RT_GEMM_AMX) return -1;
+  }
   *chunk = n;
-  *openblas = *d != '\0';
+  *gemm = g;
   return 0;
 }
 
 /* flce.chunk as a composite op: ubg_set_variant(ctx, "flce", "chunk",
- * "chunk=N[,gemm=openblas]") forces a chunk (and the GEMMs) on ctx */
+ * "chunk=N[,gemm=openblas|amx]") forces a chunk (and the GEMMs) on ctx */
 static int check_chunk_variant(const char *name, char *why, size_t n) {
   int64_t chunk;
-  bool openblas;
-  if (rt_flce_parse_variant(name, &chunk, &openblas) < 0) {
-    snprintf(why, n, "its variants are chunk=N or chunk=N,gemm=openblas, N from 1 to %d", RT_FLCE_MAX_CHUNK);
+  rt_gemm gemm;
+  if (rt_flce_parse_variant(name, &chunk, &gemm) < 0) {
+    snprintf(why, n, "its variants are chunk=N, chunk=N,gemm=openblas and chunk=N,gemm=amx, N from 1 to %d",
+             RT_FLCE_MAX_CHUNK);
     return -1;
   }
-  if (openblas && !rt_have_openblas) {
-    snprintf(why, n, "gemm=openblas, but this library was built without OpenBLAS");
+  const char *missing = rt_gemm_missing(gemm);
+  if (missing) {
+    snprintf(why, n, "gemm=%s, but %s", rt_gemm_names[gemm], missing);
     return -1;
   }
   return 0;
@@ -97,39 +120,40 @@ __attribute__((constructor)) static void register_flce_chunk(void) { rt_composit
 
 /* The rule, the environment and the tuning DB's entry for this call
  * (`ubgen tune flce.chunk`): kernel "flce", pass "chunk", the shape bucket
- * of (bt, hidden, vocab), variant "chunk=N" or "chunk=N,gemm=openblas". The
+ * of (bt, hidden, vocab), variant "chunk=N" or "chunk=N,gemm=B". The
  * environment wins over the entry (UBGEN_FLCE_CHUNK, UBGEN_FLCE_GEMM), and
- * a variant forced with ubg_set_variant over both; an entry naming
- * OpenBLAS in a build without it keeps the generated GEMMs. */
+ * a variant forced with ubg_set_variant over both; a GEMM that does not run
+ * the dtype is not chosen, and an entry naming one this build or CPU does
+ * not have keeps the generated GEMMs. */
 void rt_flce_choose(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, int64_t vocab, rt_flce_choice *c) {
   memset(c, 0, sizeof *c);
   c->chunk = rt_flce_chunk_rows(ctx, bt < 0 ? 0 : bt, hidden < 1 ? 1 : hidden, vocab < 1 ? 1 : vocab);
   c->chunk_source = ctx->flce_chunk > 0 ? "UBGEN_FLCE_CHUNK" : "Liger's rule";
-  c->openblas = ctx->flce_openblas && dtype == UBG_F32;
+  c->gemm = rt_gemm_runs(ctx->flce_gemm, dtype) ? ctx->flce_gemm : RT_GEMM_GENERATED;
   c->gemm_source = ctx->flce_gemm_set ? "UBGEN_FLCE_GEMM" : "default";
   char forced[64];
   rt_composite_forced(ctx, &flce_chunk, forced, sizeof forced);
   int64_t n;
-  bool openblas;
-  if (*forced && rt_flce_parse_variant(forced, &n, &openblas) == 0) {
+  rt_gemm gemm;
+  if (*forced && rt_flce_parse_variant(forced, &n, &gemm) == 0) {
     c->chunk = n < bt ? n : bt < 1 ? 1 : bt;
     c->chunk_source = c->gemm_source = "ubg_set_variant";
-    c->openblas = openblas && dtype == UBG_F32;
+    c->gemm = rt_gemm_runs(gemm, dtype) ? gemm : RT_GEMM_GENERATED;
     return;
   }
   if (!ctx->tunedb.n || bt < 1 || hidden < 1 || vocab < 1) return;
   const int64_t shape[3] = {ug_tune_bucket(bt), ug_tune_bucket(hidden), ug_tune_bucket(vocab)};
   static const char *const names[3] = {"bt", "hidden", "vocab"};
   c->entry = ug_tunedb_find(&ctx->tunedb, "flce", "chunk", (int)dtype, 3, names, shape, ctx->ub_bytes);
-  if (!c->entry || rt_flce_parse_variant(c->entry->variant, &n, &openblas) < 0) return;
+  if (!c->entry || rt_flce_parse_variant(c->entry->variant, &n, &gemm) < 0) return;
   c->entry_chunk = n;
-  c->entry_openblas = openblas;
+  c->entry_gemm = gemm;
   if (ctx->flce_chunk <= 0) {
     c->chunk = n < bt ? n : bt;
     c->chunk_source = "tuned";
   }
-  if (rt_have_openblas && !ctx->flce_gemm_set && dtype == UBG_F32) {
-    c->openblas = c->entry_openblas;
+  if (!ctx->flce_gemm_set && rt_gemm_runs(gemm, dtype) && !rt_gemm_missing(gemm)) {
+    c->gemm = gemm;
     c->gemm_source = "tuned";
   }
 }
@@ -141,8 +165,10 @@ typedef struct {
   int64_t hidden, chunk;
   const void *x, *weight;
   const ubg_flce_out *out;
-  bool blas;
+  rt_gemm gemm;
   float *logits;             /* scratch: a chunk of logits */
+  float *dx_rows;            /* scratch for AMX: a chunk of dx in f32 */
+  void *amx;                 /* scratch for AMX: its packed operands */
   float *dw_acc, *dbias_acc; /* dweight / dbias themselves when f32 */
   char variants[4][160];     /* the last variant of each pass, for ubg_ctx_last_variant */
 } plan;
@@ -152,12 +178,48 @@ static void note_variant(plan *p, int pass) {
   snprintf(p->variants[pass], sizeof p->variants[pass], "%s", v ? v : "?");
 }
 
+/* f32 accumulator -> output dtype */
+static void store_rows(void *dst, const float *src, int64_t n, ubg_dtype dt, int threads) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < n; i++) {
+    if (dt == UBG_F16) ubg_st_f16(dst, i, src[i]);
+    else ubg_st_bf16(dst, i, src[i]);
+  }
+}
+
+/* The three GEMMs on AMX tiles, for a chunk of `rows` rows (x the chunk's):
+ *   logits [rows, vocab] = x [rows, hidden] weight^T
+ *   dx_rows [rows, hidden] = dlogits [rows, vocab] weight [vocab, hidden]
+ *   dw_acc [vocab, hidden] += dlogits^T x
+ * dlogits rounded to bf16 as they are packed, as Liger's bf16 FLCE keeps them. */
+static rt_amx_gemm_args logits_gemm(const plan *p, const void *x, int64_t rows) {
+  return (rt_amx_gemm_args){rows,      p->ce.vocab, p->hidden, x,         p->hidden, false, true,
+                            p->weight, p->hidden,   true,      p->logits, p->ce.vocab, false};
+}
+static rt_amx_gemm_args dx_gemm(const plan *p, int64_t rows) {
+  return (rt_amx_gemm_args){rows,      p->hidden, p->ce.vocab, p->logits,  p->ce.vocab, true, true,
+                            p->weight, p->hidden, false,       p->dx_rows, p->hidden,   false};
+}
+static rt_amx_gemm_args dw_gemm(const plan *p, const void *x, int64_t rows) {
+  return (rt_amx_gemm_args){p->ce.vocab, p->hidden, rows,  p->logits, p->ce.vocab, true, false,
+                            x,           p->hidden, false, p->dw_acc, p->hidden,   true};
+}
+
 static ubg_status run_logits(plan *p, int64_t off, int64_t rows) {
   const char *x = (const char *)p->x + (size_t)(off * p->hidden) * p->es;
   const int64_t vocab = p->ce.vocab;
   const void *bias = p->ce.o.bias;
+  if (p->gemm == RT_GEMM_AMX) {
+    rt_amx_gemm_args g = logits_gemm(p, x, rows);
+    rt_amx_gemm(&g, p->ce.ctx->threads, p->amx);
+    if (bias)
+      for (int64_t i = 0; i < rows; i++)
+        for (int64_t v = 0; v < vocab; v++) p->logits[i * vocab + v] += ubg_ld_bf16(bias, v);
+    snprintf(p->variants[0], sizeof p->variants[0], "amx");
+    return UBG_OK;
+  }
 #ifdef UBG_HAVE_OPENBLAS
-  if (p->blas) {
+  if (p->gemm == RT_GEMM_OPENBLAS) {
     if (rows == 0) return UBG_OK;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)vocab, (int)p->hidden, 1.0f,
                 (const float *)x, (int)p->hidden, p->weight, (int)p->hidden, 0.0f, p->logits, (int)vocab);
@@ -188,8 +250,15 @@ static ubg_status run_ce(plan *p, int64_t off, int64_t rows) {
 static ubg_status run_dx(plan *p, int64_t off, int64_t rows) {
   char *dx = (char *)p->out->dx + (size_t)(off * p->hidden) * p->es;
   const int64_t vocab = p->ce.vocab;
+  if (p->gemm == RT_GEMM_AMX) {
+    rt_amx_gemm_args g = dx_gemm(p, rows);
+    rt_amx_gemm(&g, p->ce.ctx->threads, p->amx);
+    store_rows(dx, p->dx_rows, rows * p->hidden, p->ce.dt, p->ce.ctx->threads);
+    snprintf(p->variants[2], sizeof p->variants[2], "amx");
+    return UBG_OK;
+  }
 #ifdef UBG_HAVE_OPENBLAS
-  if (p->blas) {
+  if (p->gemm == RT_GEMM_OPENBLAS) {
     if (rows == 0) return UBG_OK;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)p->hidden, (int)vocab, 1.0f, p->logits,
                 (int)vocab, p->weight, (int)p->hidden, 0.0f, (float *)dx, (int)p->hidden);
@@ -210,19 +279,23 @@ static ubg_status run_dx(plan *p, int64_t off, int64_t rows) {
 static ubg_status run_dw(plan *p, int64_t off, int64_t rows) {
   const char *x = (const char *)p->x + (size_t)(off * p->hidden) * p->es;
   const int64_t vocab = p->ce.vocab;
-#ifdef UBG_HAVE_OPENBLAS
-  if (p->blas) {
+  if (p->gemm != RT_GEMM_GENERATED) {
     if (rows == 0) return UBG_OK;
-    if (p->dw_acc)
+    if (p->dw_acc && p->gemm == RT_GEMM_AMX) {
+      rt_amx_gemm_args g = dw_gemm(p, x, rows);
+      rt_amx_gemm(&g, p->ce.ctx->threads, p->amx);
+    }
+#ifdef UBG_HAVE_OPENBLAS
+    if (p->dw_acc && p->gemm == RT_GEMM_OPENBLAS)
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)vocab, (int)p->hidden, (int)rows, 1.0f, p->logits,
                   (int)vocab, (const float *)x, (int)p->hidden, 1.0f, p->dw_acc, (int)p->hidden);
+#endif
     if (p->dbias_acc)
       for (int64_t i = 0; i < rows; i++)
         for (int64_t v = 0; v < vocab; v++) p->dbias_acc[v] += p->logits[i * vocab + v];
-    snprintf(p->variants[3], sizeof p->variants[3], "openblas");
+    snprintf(p->variants[3], sizeof p->variants[3], "%s", rt_gemm_names[p->gemm]);
     return UBG_OK;
   }
-#endif
   ubg_arg a[] = {
       {"dlogits", UBG_ARG_PTR, {.p = p->logits}}, {"x", UBG_ARG_PTR, {.p = (void *)x}},
       {"dw_acc", UBG_ARG_PTR, {.p = p->dw_acc}},  {"dbias_acc", UBG_ARG_PTR, {.p = p->dbias_acc}},
@@ -296,31 +369,42 @@ static ubg_status validate(plan *p, const ubg_flce_opts *opts) {
   return rt_check_overlaps(ctx, fn, r, nr);
 }
 
-/* OpenBLAS's GEMMs, when chosen: in this build, and with int sizes */
-static ubg_status check_blas(const plan *p) {
-  if (!p->blas || p->ce.dt != UBG_F32) return UBG_OK;
-#ifndef UBG_HAVE_OPENBLAS
-  return rt_fail(p->ce.ctx, UBG_EINVAL,
-                 "ubg_flce: UBGEN_FLCE_GEMM=openblas, but this library was not built with BLAS=openblas");
-#else
-  if (p->ce.bt > INT32_MAX)
+/* the GEMMs chosen: in this build and on this CPU; OpenBLAS's with int sizes */
+static ubg_status check_gemm(const plan *p) {
+  const char *missing = rt_gemm_missing(p->gemm);
+  if (missing)
+    return rt_fail(p->ce.ctx, UBG_EINVAL, "ubg_flce: UBGEN_FLCE_GEMM=%s, but %s", rt_gemm_names[p->gemm], missing);
+  if (p->gemm == RT_GEMM_OPENBLAS && p->ce.bt > INT32_MAX)
     return rt_fail(p->ce.ctx, UBG_EINVAL, "ubg_flce: bt = %lld is above OpenBLAS's int", (long long)p->ce.bt);
   return UBG_OK;
-#endif
 }
 
 /* n bytes in whole 64-byte lines, at least one */
 static size_t lines(size_t n) { return n == 0 ? 64 : (n + 63) / 64 * 64; }
 
 void rt_flce_scratch_sizes(ubg_dtype dtype, int64_t chunk, int64_t hidden, int64_t vocab, bool reduce_none,
-                           bool z_loss, bool dweight, bool dbias, rt_flce_scratch *s) {
+                           bool z_loss, bool dx, bool dweight, bool dbias, rt_gemm gemm, int threads,
+                           rt_flce_scratch *s) {
   const bool f32 = dtype == UBG_F32;
   s->logits = lines((size_t)(chunk * vocab) * 4);
   s->loss_rows = reduce_none ? 0 : lines((size_t)chunk * 4);
   s->z_rows = reduce_none || !z_loss ? 0 : lines((size_t)chunk * 4);
   s->dw_acc = dweight && !f32 ? lines((size_t)(vocab * hidden) * 4) : 0;
   s->dbias_acc = dbias && !f32 ? lines((size_t)vocab * 4) : 0;
-  s->total = s->logits + s->loss_rows + s->z_rows + s->dw_acc + s->dbias_acc;
+  s->dx_rows = s->gemm_pack = 0;
+  if (gemm == RT_GEMM_AMX) { /* the largest of the three GEMMs' packs, for a whole chunk */
+    plan q;
+    memset(&q, 0, sizeof q);
+    q.ce.vocab = vocab, q.hidden = hidden;
+    rt_amx_gemm_args g[3] = {logits_gemm(&q, NULL, chunk), dx_gemm(&q, chunk), dw_gemm(&q, NULL, chunk)};
+    for (int i = 0; i < 3; i++) {
+      if ((i == 1 && !dx) || (i == 2 && !dweight)) continue;
+      const size_t b = lines(rt_amx_gemm_scratch(&g[i], threads));
+      if (b > s->gemm_pack) s->gemm_pack = b;
+    }
+    s->dx_rows = dx ? lines((size_t)(chunk * hidden) * 4) : 0;
+  }
+  s->total = s->logits + s->loss_rows + s->z_rows + s->dw_acc + s->dbias_acc + s->dx_rows + s->gemm_pack;
 }
 
 /* scratch of n bytes (a multiple of 64), zeroed or not; *bytes counts it.
@@ -331,15 +415,6 @@ static void *scratch(size_t n, bool zero, size_t *bytes) {
   if (q && zero) memset(q, 0, n);
   if (q) *bytes += n;
   return q;
-}
-
-/* f32 accumulator -> output dtype */
-static void store_rows(void *dst, const float *src, int64_t n, ubg_dtype dt, int threads) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < n; i++) {
-    if (dt == UBG_F16) ubg_st_f16(dst, i, src[i]);
-    else ubg_st_bf16(dst, i, src[i]);
-  }
 }
 
 ubg_status ubg_flce(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, int64_t vocab, const void *x,
@@ -366,20 +441,22 @@ ubg_status ubg_flce(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, i
   rt_flce_choice choice;
   rt_flce_choose(ctx, dtype, bt, hidden, vocab, &choice);
   p.chunk = choice.chunk;
-  p.blas = choice.openblas;
+  p.gemm = choice.gemm;
   if ((s = rt_check_size(ctx, "ubg_flce", "a chunk of logits", "chunk x vocab", p.chunk, vocab, 4, &b_logits))) return s;
-  if ((s = check_blas(&p))) return s;
+  if ((s = check_gemm(&p))) return s;
   p.ce.grad = out->dx || out->dweight || out->dbias;
 
   size_t bytes = 0;
   const bool none = p.ce.o.reduction == UBG_REDUCE_NONE, f32 = dtype == UBG_F32;
   rt_flce_scratch sz;
-  rt_flce_scratch_sizes(dtype, p.chunk, hidden, vocab, none, out->z_loss != NULL, out->dweight != NULL,
-                        out->dbias != NULL, &sz);
+  rt_flce_scratch_sizes(dtype, p.chunk, hidden, vocab, none, out->z_loss != NULL, out->dx != NULL,
+                        out->dweight != NULL, out->dbias != NULL, p.gemm, ctx->threads, &sz);
   p.logits = scratch(sz.logits, false, &bytes);
   float *dw_own = scratch(sz.dw_acc, true, &bytes);
   float *db_own = scratch(sz.dbias_acc, true, &bytes);
-  if (bytes != sz.logits + sz.dw_acc + sz.dbias_acc) {
+  p.dx_rows = scratch(sz.dx_rows, false, &bytes);
+  p.amx = scratch(sz.gemm_pack, false, &bytes);
+  if (bytes != sz.logits + sz.dw_acc + sz.dbias_acc + sz.dx_rows + sz.gemm_pack) {
     s = rt_fail(ctx, UBG_ENOMEM, "ubg_flce: out of memory for %zu bytes of scratch (chunk of %lld rows x vocab %lld)",
                 sz.total, (long long)p.chunk, (long long)vocab);
     goto done;
@@ -408,6 +485,8 @@ ubg_status ubg_flce(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, i
   rt_set_last_variant(ctx, last);
 done:
   free(p.logits);
+  free(p.dx_rows);
+  free(p.amx);
   free(dw_own);
   free(db_own);
   rt_ce_rows_free(&p.ce);

@@ -188,22 +188,26 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
   }
 
   /* the GEMMs */
-  const bool f32 = dtype == UBG_F32, refused = ch.openblas && !rt_have_openblas;
+  const char *missing = rt_gemm_missing(ch.gemm), *gemm = rt_gemm_names[ch.gemm];
+  const bool refused = missing != NULL;
   char gemm_why[600];
   if (!strcmp(ch.gemm_source, "UBGEN_FLCE_GEMM")) {
-    int l = snprintf(gemm_why, sizeof gemm_why, "UBGEN_FLCE_GEMM=%s", ctx->flce_openblas ? "openblas" : "generated");
+    const rt_gemm env = ctx->flce_gemm;
+    int l = snprintf(gemm_why, sizeof gemm_why, "UBGEN_FLCE_GEMM=%s", rt_gemm_names[env]);
     if (refused)
-      snprintf(gemm_why + l, sizeof gemm_why - (size_t)l,
-               ", but this build has no OpenBLAS (make BLAS=openblas): ubg_flce refuses the call");
-    else if (ctx->flce_openblas && !f32)
-      snprintf(gemm_why + l, sizeof gemm_why - (size_t)l, ", but OpenBLAS runs f32 only: passes flce.logits, flce.dx and flce.dw");
-    else if (ch.entry_openblas && !ch.openblas)
+      snprintf(gemm_why + l, sizeof gemm_why - (size_t)l, ", but %s: ubg_flce refuses the call", missing);
+    else if (env != ch.gemm)
+      snprintf(gemm_why + l, sizeof gemm_why - (size_t)l, ", but %s runs %s only: passes flce.logits, flce.dx and flce.dw",
+               rt_gemm_names[env], env == RT_GEMM_OPENBLAS ? "f32" : "bf16");
+    else if (ch.entry && ch.entry_gemm != ch.gemm)
       snprintf(gemm_why + l, sizeof gemm_why - (size_t)l, ", over the tuning DB's %s", ch.entry->variant);
   } else if (!strcmp(ch.gemm_source, "tuned")) {
     snprintf(gemm_why, sizeof gemm_why, "tuned: the tuning DB's %s for bucket %s", ch.entry->variant, bucket);
-  } else if (ch.entry_openblas) {
-    snprintf(gemm_why, sizeof gemm_why, "the tuning DB's %s, but %s: passes flce.logits, flce.dx and flce.dw", ch.entry->variant,
-             f32 ? "this build has no OpenBLAS (make BLAS=openblas)" : "OpenBLAS runs f32 only");
+  } else if (ch.entry && ch.entry_gemm != RT_GEMM_GENERATED) {
+    const char *absent = rt_gemm_missing(ch.entry_gemm);
+    snprintf(gemm_why, sizeof gemm_why, "the tuning DB's %s, but %s%s: passes flce.logits, flce.dx and flce.dw",
+             ch.entry->variant, absent ? absent : rt_gemm_names[ch.entry_gemm],
+             absent ? "" : ch.entry_gemm == RT_GEMM_OPENBLAS ? " runs f32 only" : " runs bf16 only");
   } else {
     snprintf(gemm_why, sizeof gemm_why, "the default: passes flce.logits, flce.dx and flce.dw");
   }
@@ -211,9 +215,11 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
   const int64_t nchunks = cdiv(bt, ch.chunk), last = bt - (nchunks - 1) * ch.chunk;
   /* a MEAN call with dx and dweight, as `ubgen tune flce.chunk` times */
   rt_flce_scratch sz, sz_z;
-  rt_flce_scratch_sizes((ubg_dtype)dtype, ch.chunk, hidden, vocab, false, false, true, true, &sz);
-  rt_flce_scratch_sizes((ubg_dtype)dtype, ch.chunk, hidden, vocab, false, true, true, true, &sz_z);
-  const size_t chunk_scratch = sz.logits + sz.loss_rows;
+  rt_flce_scratch_sizes((ubg_dtype)dtype, ch.chunk, hidden, vocab, false, false, true, true, true, ch.gemm, ctx->threads,
+                        &sz);
+  rt_flce_scratch_sizes((ubg_dtype)dtype, ch.chunk, hidden, vocab, false, true, true, true, true, ch.gemm, ctx->threads,
+                        &sz_z);
+  const size_t chunk_scratch = sz.logits + sz.loss_rows + sz.dx_rows + sz.gemm_pack;
 
   if (o->json) {
     json_t *root = json_pack(
@@ -223,15 +229,19 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
         (json_int_t)hidden, "vocab", (json_int_t)vocab, "bucket", "bt", (json_int_t)bucket_v[0], "hidden",
         (json_int_t)bucket_v[1], "vocab", (json_int_t)bucket_v[2], "ub_bytes",
         (json_int_t)ctx->ub_bytes, "chunk", (json_int_t)ch.chunk, "source", ch.chunk_source, "why", why, "rule_chunk",
-        (json_int_t)rule, "gemm", ch.openblas ? "openblas" : "generated", "gemm_source", ch.gemm_source, "gemm_why",
+        (json_int_t)rule, "gemm", gemm, "gemm_source", ch.gemm_source, "gemm_why",
         gemm_why, "chunks", (json_int_t)nchunks, "last_chunk", (json_int_t)last, "scratch_bytes",
         (json_int_t)chunk_scratch, "logits_bytes", (json_int_t)sz.logits, "loss_rows_bytes", (json_int_t)sz.loss_rows,
         "z_loss_rows_bytes", (json_int_t)sz_z.z_rows, "dweight_acc_bytes", (json_int_t)sz.dw_acc, "dbias_acc_bytes",
         (json_int_t)sz.dbias_acc);
     if (!tuned) json_object_set_new(root, "not_tuned", json_string(tuned_why));
     if (ch.entry) json_object_set_new(root, "tuned_variant", json_string(ch.entry->variant));
-    if (refused)
-      json_object_set_new(root, "error", json_string("UBGEN_FLCE_GEMM=openblas, but this build has no OpenBLAS"));
+    if (sz.gemm_pack) json_object_set_new(root, "gemm_pack_bytes", json_integer((json_int_t)(sz.dx_rows + sz.gemm_pack)));
+    if (refused) {
+      char err[300];
+      snprintf(err, sizeof err, "UBGEN_FLCE_GEMM=%s, but %s", gemm, missing);
+      json_object_set_new(root, "error", json_string(err));
+    }
     char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
     if (s) puts(s);
     free(s);
@@ -242,11 +252,14 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
     if (tuned) printf("chunk     %lld rows  (tuned)\n", (long long)ch.chunk);
     else printf("chunk     %lld rows  (%s; not tuned: %s)\n", (long long)ch.chunk, ch.chunk_source, tuned_why);
     printf("why       %s\n", why);
-    printf("gemm      %s  (%s)\n", ch.openblas ? "openblas" : "generated", gemm_why);
+    printf("gemm      %s  (%s)\n", gemm, gemm_why);
     printf("chunks    %lld of %lld rows%s", (long long)nchunks, (long long)ch.chunk, last != ch.chunk ? "" : "\n");
     if (last != ch.chunk) printf(", the last %lld\n", (long long)last);
     printf("scratch   %zu bytes a chunk: %zu of logits (%lld x %lld f32) + %zu of row losses\n", chunk_scratch,
            sz.logits, (long long)ch.chunk, (long long)vocab, sz.loss_rows);
+    if (sz.gemm_pack)
+      printf("          + %zu for the AMX tiles' packed operands and a chunk of dx in f32\n",
+             sz.dx_rows + sz.gemm_pack);
     printf("          (reduction mean or sum; %zu more with z_loss, none with reduction none)\n", sz_z.z_rows);
     if (sz.dw_acc)
       printf("          and, whatever the chunk, %zu of f32 dweight accumulator (%zu more with dbias)\n", sz.dw_acc,

@@ -1,10 +1,11 @@
-/* ubgen tune flce.chunk: ubg_flce's rows per chunk (and, in a build with
- * OpenBLAS, its GEMM backend) for one dtype and shape. Not a spec'd pass
+/* ubgen tune flce.chunk: ubg_flce's rows per chunk (and its GEMMs: OpenBLAS
+ * in f32 in a build with it, AMX tiles in bf16 on a CPU with them) for one
+ * dtype and shape. Not a spec'd pass
  * but the runtime's composite op: the candidates are whole ubg_flce calls
  * on one context, each forced by name with ubg_set_variant(ctx, "flce",
- * "chunk", "chunk=N[,gemm=openblas]"). The DB entry is kernel
+ * "chunk", "chunk=N[,gemm=openblas|amx]"). The DB entry is kernel
  * "flce", pass "chunk", shape {bt, hidden, vocab} (bucketed), variant
- * "chunk=N" or "chunk=N,gemm=openblas"; ubg_flce follows it (op_flce.c). */
+ * "chunk=N" or "chunk=N,gemm=B" (B openblas or amx); ubg_flce follows it (op_flce.c). */
 #ifndef CLI_TUNE_FLCE_H
 #define CLI_TUNE_FLCE_H
 

@@ -1,0 +1,234 @@
+/* ubg_flce's GEMMs on AMX tiles (runtime/gemm_amx.c; gemm=amx, bf16 only):
+ * the tile GEMM itself in every operand layout against a double
+ * reference, then whole calls against the FLCE reference. AMX sums in its
+ * own order and ubg_flce rounds the logits' gradient to bf16 for it, so the
+ * check is a tolerance (2% of the largest value, as bf16 allows), not the
+ * generated GEMMs' bits. On a CPU without AMX-BF16 the choice is refused
+ * by name, and that is what is tested there. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/gemm_amx.h"
+#include "ref/flce_ref.h"
+#include "test_util.h"
+
+#define SKIP_WITHOUT_AMX()                                                                                    \
+  do {                                                                                                        \
+    if (!rt_amx_available())                                                                                  \
+      cr_skip_test("this CPU has no AMX-BF16 tiles (or the kernel does not grant them): tested is only that " \
+                   "gemm=amx is refused (flce_amx.refused_without_amx)");                                     \
+  } while (0)
+
+/* |got - want| <= tol (max |want| + |want|) everywhere */
+static void expect_near(const char *what, const void *got, int dt, const double *want, int64_t n, double tol,
+                        const char *where) {
+  double big = 0;
+  for (int64_t i = 0; i < n; i++) big = fmax(big, fabs(want[i]));
+  for (int64_t i = 0; i < n; i++) {
+    const double g = ref_load(got, i, dt);
+    cr_assert(fabs(g - want[i]) <= tol * (big + fabs(want[i])), "%s: %s[%lld] = %.9g, reference %.9g (largest %g)",
+              where, what, (long long)i, g, want[i], big);
+  }
+}
+
+/* ---- the tile GEMM alone: C (+)= A B for A bf16 or f32, either layout of
+ * A and of B, sizes that are and are not whole tiles */
+
+static void gemm_case(int64_t m, int64_t n, int64_t k, bool a_f32, bool a_kcontig, bool b_kcontig, bool acc,
+                      int threads) {
+  char where[160];
+  snprintf(where, sizeof where, "m=%lld n=%lld k=%lld A %s %s, B %s, %s, %d threads", (long long)m, (long long)n,
+           (long long)k, a_f32 ? "f32" : "bf16", a_kcontig ? "[m][k]" : "[k][m]", b_kcontig ? "[n][k]" : "[k][n]",
+           acc ? "C +=" : "C =", threads);
+  const int64_t lda = a_kcontig ? k + 3 : m + 5, ldb = b_kcontig ? k + 1 : n + 2, ldc = n + 7;
+  const int64_t na = (a_kcontig ? m : k) * lda, nb = (b_kcontig ? n : k) * ldb;
+  const int adt = a_f32 ? REF_F32 : REF_BF16;
+  void *a = tc_tensor(adt, na, 0, 1, 11 + (uint64_t)m);
+  uint16_t *b = tc_tensor(REF_BF16, nb, 0, 1, 12 + (uint64_t)n);
+  float *c = tc_tensor(REF_F32, m * ldc, 0, 1, 13), *c0 = malloc((size_t)(m * ldc) * 4);
+  memcpy(c0, c, (size_t)(m * ldc) * 4);
+  double *want = malloc((size_t)(m * n + 1) * sizeof *want);
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double s = acc ? c0[i * ldc + j] : 0;
+      for (int64_t q = 0; q < k; q++) {
+        double av = ref_load(a, a_kcontig ? i * lda + q : q * lda + i, adt);
+        if (a_f32) { /* rounded to bf16 as it is packed */
+          uint16_t h;
+          ref_store(&h, 0, REF_BF16, av);
+          av = ref_load(&h, 0, REF_BF16);
+        }
+        s += av * ref_load(b, b_kcontig ? j * ldb + q : q * ldb + j, REF_BF16);
+      }
+      want[i * n + j] = s;
+    }
+  const rt_amx_gemm_args g = {m, n, k, a, lda, a_f32, a_kcontig, b, ldb, b_kcontig, c, ldc, acc};
+  void *scratch = aligned_alloc(64, rt_amx_gemm_scratch(&g, threads) + 64);
+  rt_amx_gemm(&g, threads, scratch);
+  for (int64_t i = 0; i < m; i++) {
+    /* products of bf16 are exact; only the f32 sums round */
+    for (int64_t j = 0; j < n; j++)
+      cr_assert(fabs(c[i * ldc + j] - want[i * n + j]) <= 1e-5 * (1 + fabs(want[i * n + j])) * (1 + (double)k / 64),
+                "%s: C[%lld][%lld] = %.9g, reference %.9g", where, (long long)i, (long long)j, c[i * ldc + j],
+                want[i * n + j]);
+    for (int64_t j = n; j < ldc; j++)
+      cr_assert(!memcmp(&c[i * ldc + j], &c0[i * ldc + j], 4), "%s: C[%lld][%lld] beyond n was written", where,
+                (long long)i, (long long)j);
+  }
+  free(scratch), free(a), free(b), free(c), free(c0), free(want);
+}
+
+Test(flce_amx, tile_gemm_in_every_layout) {
+  SKIP_WITHOUT_AMX();
+  const int64_t shapes[][3] = {{1, 1, 1}, {16, 16, 32}, {32, 32, 64}, {33, 17, 65}, {70, 130, 257}, {5, 300, 37},
+                               {100, 40, 3}, {64, 64, 1000}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    const int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+    const int threads = 1 + (int)(i & 1);
+    gemm_case(m, n, k, false, true, true, false, threads); /* the logits: x weight^T */
+    gemm_case(m, n, k, true, true, false, false, threads); /* dx: dlogits weight */
+    gemm_case(m, n, k, true, false, false, true, threads); /* dW += dlogits^T x */
+    gemm_case(m, n, k, false, false, true, true, 3 - threads);
+  }
+}
+
+/* ---- whole calls */
+
+static ubg_ctx *amx_ctx(int threads, const char *variant) {
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, threads);
+  cr_assert_eq(ubg_set_variant(ctx, "flce", "chunk", variant), UBG_OK, "%s: %s", variant, ubg_ctx_error(ctx));
+  return ctx;
+}
+
+typedef struct {
+  int64_t bt, h, v;
+  bool options; /* bias, class weights, smoothing, z-loss, softcap */
+  ubg_reduction red;
+  const char *variant;
+} amx_case;
+
+static void call_case(const amx_case *k, int threads, void **dx_out, void **dw_out) {
+  char where[200];
+  snprintf(where, sizeof where, "bf16 bt=%lld H=%lld V=%lld%s %s, %s, %d threads", (long long)k->bt, (long long)k->h,
+           (long long)k->v, k->options ? " with options" : "", k->red == UBG_REDUCE_NONE ? "none" : "mean", k->variant,
+           threads);
+  ubg_ctx *ctx = amx_ctx(threads, k->variant);
+  const int64_t bt = k->bt, h = k->h, v = k->v;
+  uint16_t *x = tc_tensor(REF_BF16, bt * h, 0, 1, 21), *w = tc_tensor(REF_BF16, v * h, 0, 0.25, 22);
+  uint16_t *bias = tc_tensor(REF_BF16, v, 0, 0.5, 23);
+  float *cw = tc_tensor(REF_F32, v, 1, 0.2, 24), *go = tc_tensor(REF_F32, bt, 1, 0.5, 25);
+  int64_t *target = malloc((size_t)bt * sizeof *target);
+  uint64_t s = 26;
+  for (int64_t i = 0; i < bt; i++) target[i] = i % 7 == 3 ? -100 : (int64_t)(tc_next(&s) % (uint64_t)v);
+  ubg_flce_opts o;
+  ubg_flce_opts_init(&o);
+  o.reduction = k->red;
+  if (k->red == UBG_REDUCE_NONE) o.grad_output = go;
+  if (k->options) o.label_smoothing = 0.1f, o.lse_square_scale = 1e-3f, o.softcap = 3.0f, o.bias = bias, o.ce_weight = cw;
+  const int64_t nl = k->red == UBG_REDUCE_NONE ? bt : 1;
+  float *loss = malloc((size_t)nl * 4);
+  uint16_t *dx = malloc((size_t)(bt * h) * 2), *dw = malloc((size_t)(v * h) * 2), *db = malloc((size_t)v * 2);
+  ubg_flce_out out = {loss, NULL, NULL, dx, dw, k->options ? db : NULL, NULL};
+  cr_assert_eq(ubg_flce(ctx, UBG_BF16, bt, h, v, x, w, target, &o, &out), UBG_OK, "%s: %s", where, ubg_ctx_error(ctx));
+  cr_assert(!strncmp(ubg_ctx_last_variant(ctx), "amx;flce_ce_bf16_", 17) && strstr(ubg_ctx_last_variant(ctx), ";amx;amx;"),
+            "%s: ran %s", where, ubg_ctx_last_variant(ctx));
+  double *rl = malloc((size_t)nl * sizeof *rl), *rdx = malloc((size_t)(bt * h) * sizeof *rdx),
+         *rdw = malloc((size_t)(v * h) * sizeof *rdw), *rdb = malloc((size_t)v * sizeof *rdb);
+  flce_ref_full(REF_BF16, bt, h, v, x, w, target, &o, rl, NULL, NULL, rdx, rdw, k->options ? rdb : NULL);
+  expect_near("loss", loss, REF_F32, rl, nl, 1e-4, where);
+  expect_near("dx", dx, REF_BF16, rdx, bt * h, 2e-2, where);
+  expect_near("dweight", dw, REF_BF16, rdw, v * h, 2e-2, where);
+  if (k->options) expect_near("dbias", db, REF_BF16, rdb, v, 2e-2, where);
+  if (dx_out) *dx_out = dx, *dw_out = dw;
+  else free(dx), free(dw);
+  free(x), free(w), free(bias), free(cw), free(go), free(target), free(loss), free(db);
+  free(rl), free(rdx), free(rdw), free(rdb);
+  ubg_ctx_destroy(ctx);
+}
+
+Test(flce_amx, matches_the_reference) {
+  SKIP_WITHOUT_AMX();
+  const amx_case cases[] = {
+      {37, 64, 300, true, UBG_REDUCE_MEAN, "chunk=16,gemm=amx"},   /* three chunks, the last short */
+      {70, 130, 257, false, UBG_REDUCE_MEAN, "chunk=64,gemm=amx"}, /* no size a whole tile */
+      {1, 1, 1, false, UBG_REDUCE_MEAN, "chunk=1,gemm=amx"},
+      {33, 40, 1000, true, UBG_REDUCE_NONE, "chunk=8,gemm=amx"},   /* per-row upstream gradients */
+      {64, 96, 512, false, UBG_REDUCE_MEAN, "chunk=64,gemm=amx"},  /* whole tiles throughout */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) call_case(&cases[i], 2, NULL, NULL);
+}
+
+/* every C block is one thread's, summed over all of k: the bits do not
+ * depend on the thread count */
+Test(flce_amx, same_bits_on_one_and_two_threads) {
+  SKIP_WITHOUT_AMX();
+  const amx_case k = {70, 130, 257, true, UBG_REDUCE_MEAN, "chunk=32,gemm=amx"};
+  void *dx1, *dw1, *dx2, *dw2;
+  call_case(&k, 1, &dx1, &dw1);
+  call_case(&k, 2, &dx2, &dw2);
+  cr_assert(!memcmp(dx1, dx2, (size_t)(k.bt * k.h) * 2), "dx differs between 1 and 2 threads");
+  cr_assert(!memcmp(dw1, dw2, (size_t)(k.v * k.h) * 2), "dweight differs between 1 and 2 threads");
+  free(dx1), free(dw1), free(dx2), free(dw2);
+}
+
+/* AMX runs bf16 only: f32 and f16 calls keep the generated GEMMs and their
+ * bits, whether AMX comes by name or from UBGEN_FLCE_GEMM */
+Test(flce_amx, other_dtypes_keep_the_generated_gemms) {
+  SKIP_WITHOUT_AMX();
+  enum { BT = 9, H = 20, V = 70 };
+  for (int dt = REF_F32; dt <= REF_F16; dt++) {
+    void *x = tc_tensor(dt, BT * H, 0, 1, 31), *w = tc_tensor(dt, V * H, 0, 0.25, 32);
+    int64_t target[BT];
+    for (int i = 0; i < BT; i++) target[i] = (i * 13) % V;
+    const size_t es = ref_dtype_bytes(dt);
+    float loss[2];
+    void *dx[2] = {malloc(BT * H * es), malloc(BT * H * es)}, *dw[2] = {malloc(V * H * es), malloc(V * H * es)};
+    ubg_ctx *plain = tc_ctx(UBG_BACKEND_AUTO, 0), *amx = amx_ctx(0, "chunk=4,gemm=amx");
+    cr_assert_eq(ubg_set_variant(plain, "flce", "chunk", "chunk=4"), UBG_OK);
+    for (int q = 0; q < 2; q++) {
+      ubg_ctx *ctx = q ? amx : plain;
+      ubg_flce_out out = {&loss[q], NULL, NULL, dx[q], dw[q], NULL, NULL};
+      cr_assert_eq(ubg_flce(ctx, (ubg_dtype)dt, BT, H, V, x, w, target, NULL, &out), UBG_OK, "%s", ubg_ctx_error(ctx));
+      cr_assert(!strstr(ubg_ctx_last_variant(ctx), "amx"), "%s ran %s", ug_dtype_name(dt), ubg_ctx_last_variant(ctx));
+    }
+    cr_assert(!memcmp(&loss[0], &loss[1], 4) && !memcmp(dx[0], dx[1], BT * H * es) && !memcmp(dw[0], dw[1], V * H * es),
+              "%s: gemm=amx changed the generated GEMMs' results", ug_dtype_name(dt));
+    ubg_ctx_destroy(plain), ubg_ctx_destroy(amx);
+    free(x), free(w), free(dx[0]), free(dx[1]), free(dw[0]), free(dw[1]);
+  }
+}
+
+/* where there are no tiles, gemm=amx is refused by name, by ubg_set_variant
+ * and (UBGEN_FLCE_GEMM=amx) by the bf16 call, which writes nothing */
+Test(flce_amx, refused_without_amx) {
+  if (rt_amx_available()) cr_skip_test("this CPU has AMX-BF16: the refusal cannot happen here");
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 0);
+  cr_assert_eq(ubg_set_variant(ctx, "flce", "chunk", "chunk=16,gemm=amx"), UBG_ENOTFOUND);
+  cr_assert(strstr(ubg_ctx_error(ctx), "gemm=amx, but this CPU has no AMX-BF16"), "%s", ubg_ctx_error(ctx));
+  ubg_ctx_destroy(ctx);
+  setenv("UBGEN_FLCE_GEMM", "amx", 1);
+  cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
+  unsetenv("UBGEN_FLCE_GEMM");
+  enum { BT = 3, H = 4, V = 5 };
+  uint16_t *x = tc_tensor(REF_BF16, BT * H, 0, 1, 41), *w = tc_tensor(REF_BF16, V * H, 0, 1, 42);
+  int64_t target[BT] = {0, 4, 2};
+  float loss = 7.0f;
+  ubg_flce_out out = {&loss, NULL, NULL, NULL, NULL, NULL, NULL};
+  cr_assert_eq(ubg_flce(ctx, UBG_BF16, BT, H, V, x, w, target, NULL, &out), UBG_EINVAL);
+  cr_assert(strstr(ubg_ctx_error(ctx), "UBGEN_FLCE_GEMM=amx, but this CPU has no AMX-BF16"), "%s", ubg_ctx_error(ctx));
+  cr_assert_eq(loss, 7.0f, "the loss was written");
+  ubg_ctx_destroy(ctx);
+  free(x), free(w);
+}
+
+/* a name that is no variant is refused with the list, on any CPU */
+Test(flce_amx, unknown_gemm_names_are_refused) {
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 0);
+  const char *bad[] = {"chunk=16,gemm=amx2", "chunk=16,gemm=", "chunk=16,gemm=generated", "chunk=16,amx"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    cr_assert_eq(ubg_set_variant(ctx, "flce", "chunk", bad[i]), UBG_ENOTFOUND, "%s: %s", bad[i], ubg_ctx_error(ctx));
+    cr_assert(strstr(ubg_ctx_error(ctx), "chunk=N,gemm=amx"), "%s: %s", bad[i], ubg_ctx_error(ctx));
+  }
+  ubg_ctx_destroy(ctx);
+}
