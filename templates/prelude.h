@@ -37,6 +37,15 @@ typedef union ubg_slot {
 #define UBG_KERNEL(name)                                                       \
   void name(const void *ubg_args_, int stage, ubg_i64 pid, ubg_i64 nprog,      \
             unsigned char *ub)
+/* A kernel whose plain loops gcc should vectorize 16 lanes wide where the
+ * target has AVX-512: gcc's default there is 8 lanes, and a loop of
+ * ubg_exp and divisions per element runs faster at 16. Not every kernel
+ * gains (docs/performance.md), so a template opts in. */
+#if defined(__GNUC__) && !defined(__TINYC__) && !defined(__clang__)
+#define UBG_KERNEL_WIDE(name) __attribute__((target("prefer-vector-width=512"))) UBG_KERNEL(name)
+#else
+#define UBG_KERNEL_WIDE(name) UBG_KERNEL(name)
+#endif
 
 #if defined(__GNUC__) && !defined(__TINYC__)
 #define UBG_INLINE static inline __attribute__((always_inline))
