@@ -205,6 +205,18 @@ static rt_amx_gemm_args dw_gemm(const plan *p, const void *x, int64_t rows) {
                             x,           p->hidden, false, p->dw_acc, p->hidden,   true};
 }
 
+/* logits += bias, row by row, after a library GEMM (the generated pass adds
+ * it itself); OpenBLAS runs f32 and AMX bf16, so the bias is one of those */
+static void add_bias(plan *p, int64_t rows) {
+  const void *bias = p->ce.o.bias;
+  const int64_t vocab = p->ce.vocab;
+  const bool f32 = p->ce.dt == UBG_F32;
+  if (!bias) return;
+#pragma omp parallel for num_threads(p->ce.ctx->threads) schedule(static)
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t v = 0; v < vocab; v++) p->logits[i * vocab + v] += f32 ? ubg_ld_f32(bias, v) : ubg_ld_bf16(bias, v);
+}
+
 static ubg_status run_logits(plan *p, int64_t off, int64_t rows) {
   const char *x = (const char *)p->x + (size_t)(off * p->hidden) * p->es;
   const int64_t vocab = p->ce.vocab;
@@ -212,9 +224,7 @@ static ubg_status run_logits(plan *p, int64_t off, int64_t rows) {
   if (p->gemm == RT_GEMM_AMX) {
     rt_amx_gemm_args g = logits_gemm(p, x, rows);
     rt_amx_gemm(&g, p->ce.ctx->threads, p->amx);
-    if (bias)
-      for (int64_t i = 0; i < rows; i++)
-        for (int64_t v = 0; v < vocab; v++) p->logits[i * vocab + v] += ubg_ld_bf16(bias, v);
+    add_bias(p, rows);
     snprintf(p->variants[0], sizeof p->variants[0], "amx");
     return UBG_OK;
   }
@@ -223,9 +233,7 @@ static ubg_status run_logits(plan *p, int64_t off, int64_t rows) {
     if (rows == 0) return UBG_OK;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)vocab, (int)p->hidden, 1.0f,
                 (const float *)x, (int)p->hidden, p->weight, (int)p->hidden, 0.0f, p->logits, (int)vocab);
-    if (bias)
-      for (int64_t i = 0; i < rows; i++)
-        for (int64_t v = 0; v < vocab; v++) p->logits[i * vocab + v] += ((const float *)bias)[v];
+    add_bias(p, rows);
     snprintf(p->variants[0], sizeof p->variants[0], "openblas");
     return UBG_OK;
   }

@@ -7,9 +7,9 @@
 #include "../../templates/ubgen_ref.h"
 #include "tune_timing.h"
 #include "../../runtime/include/ubgen.h"
-
-/* Liger's rule, as ubg_flce applies it without a setting (op_flce.c) */
-extern int64_t rt_flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, int64_t vocab);
+/* Liger's rule (rt_flce_chunk_rows) and the GEMM backends' names, as
+ * ubg_flce has them (op_flce.c), as plan_flce.c reads them */
+#include "../../runtime/internal.h"
 
 /* A training step's shape scaled to this machine: one call is 26 GFLOP
  * (0.15 s here), so a dtype's sweep takes seconds; Liger's rule gives
@@ -22,15 +22,12 @@ static const double MAX_SCRATCH = 256.0 * 1024 * 1024; /* bytes of logits per ch
 /* a rate no core's AVX-512 GEMM reaches: a call's floor with the generated GEMMs */
 static const double FASTEST_FLOPS_PER_CORE_S = 5e11;
 
-/* who runs the GEMMs: the generated passes, or one backend per dtype that
- * sums in its own order (OpenBLAS f32, AMX tiles bf16): op_flce.c's names */
-enum { GEMM_GENERATED, GEMM_OPENBLAS, GEMM_AMX };
-static const char *const GEMM_NAMES[3] = {"generated", "openblas", "amx"};
+/* the picture's series, by rt_gemm */
 static const char *const GEMM_SERIES[3] = {"generated GEMMs", "OpenBLAS GEMMs", "AMX GEMMs"};
 
 typedef struct {
   int64_t chunk;
-  int gemm;
+  rt_gemm gemm;
   char name[48];
   bool failed, wrong;
   char msg[300];
@@ -101,8 +98,8 @@ static int candidates(flce_cand *cand, int dtype, cli_flce_shape sh) {
   cand[n++].chunk = liger;
   for (int64_t c = 16; c <= sh.bt && c <= MAX_CHUNK && n < MAX_CAND / 2; c *= 2)
     if (c != liger) cand[n++].chunk = c;
-  const int other = dtype == 0 ? GEMM_OPENBLAS : dtype == 2 ? GEMM_AMX : GEMM_GENERATED;
-  for (int i = 0, m = n; other != GEMM_GENERATED && i < m; i++)
+  const rt_gemm other = dtype == 0 ? RT_GEMM_OPENBLAS : dtype == 2 ? RT_GEMM_AMX : RT_GEMM_GENERATED;
+  for (int i = 0, m = n; other != RT_GEMM_GENERATED && i < m; i++)
     cand[n].chunk = cand[i].chunk, cand[n++].gemm = other;
   return n;
 }
@@ -114,7 +111,7 @@ double cli_flce_chunk_floor(int dtype, cli_flce_shape sh, int reps, int cores, i
   /* only the generated GEMMs' candidates count: the others do not run in a
    * build or on a CPU without their GEMMs */
   int generated = 0;
-  for (int c = 0; c < n; c++) generated += cand[c].gemm == GEMM_GENERATED;
+  for (int c = 0; c < n; c++) generated += cand[c].gemm == RT_GEMM_GENERATED;
   /* the three GEMMs of a call (logits, dx, dW) */
   const double flops = 6.0 * (double)sh.bt * (double)sh.hidden * (double)sh.vocab;
   return cli_time_floor(generated, reps, flops / (FASTEST_FLOPS_PER_CORE_S * cores));
@@ -161,7 +158,7 @@ int cli_tune_flce_chunk(const cli_tune_sink *s, int dtype, cli_flce_shape sh, in
   for (int c = 0; c < n; c++) {
     flce_cand *cd = &cand[c];
     snprintf(cd->name, sizeof cd->name, "chunk=%lld%s%s", (long long)cd->chunk, cd->gemm ? ",gemm=" : "",
-             cd->gemm ? GEMM_NAMES[cd->gemm] : "");
+             cd->gemm ? rt_gemm_names[cd->gemm] : "");
     cli_progress("%s tune flce.chunk %s: verify %d/%d %s", s->where, ug_dtype_name(dtype), c + 1, n, cd->name);
     if ((double)cd->chunk * (double)v * 4 > MAX_SCRATCH) {
       cd->failed = true;
@@ -191,7 +188,7 @@ int cli_tune_flce_chunk(const cli_tune_sink *s, int dtype, cli_flce_shape sh, in
                   memcmp(dw, dw0, (size_t)(v * h * es));
       if (cd->wrong) snprintf(cd->msg, sizeof cd->msg, "its bits differ from the default chunk's");
     } else {
-      const bool amx = cd->gemm == GEMM_AMX;
+      const bool amx = cd->gemm == RT_GEMM_AMX;
       const double atol = amx ? 2e-2 : 1e-5, rtol = amx ? 2e-2 : 5e-4;
       cd->wrong = !close_to(&loss, &loss0, 0, 1, 1e-5, amx ? 1e-3 : 5e-4, false, cd->msg, sizeof cd->msg, "loss") ||
                   !close_to(dx, dx0, dtype, bt * h, atol, rtol, amx, cd->msg, sizeof cd->msg, "dx") ||
