@@ -233,4 +233,5 @@ void ubg_flce_opts_init(ubg_flce_opts *o) {
   o->bias = NULL;
   o->grad_output = NULL;
   o->token_scaling = 0;
+  o->accum_dtype = UBG_F32;
 }

@@ -171,19 +171,35 @@ AMX_FN static void tiles_on(void) {
   _tile_loadconfig(&cfg);
 }
 
+/* bf16 C(m0.., n0..) := rnd(C + stage) for the block's mn x nn elements
+ * (vcvtneps2bf16: to nearest even, as ubg_f32_to_bf16 but for subnormal
+ * sums, which it flushes like the tiles) */
+AMX_FN static void add_block_bf16(const rt_amx_gemm_args *g, const float *stage, int64_t m0, int64_t n0, int64_t mn,
+                                  int64_t nn) {
+  for (int64_t i = 0; i < mn; i++)
+    for (int64_t h = 0; h < nn; h += 16) {
+      const int64_t cn = nn - h < 16 ? nn - h : 16;
+      const __mmask16 m = cn >= 16 ? 0xffff : (__mmask16)((1u << cn) - 1);
+      uint16_t *c = g->c_bf16 + (m0 + i) * g->ldc + n0 + h;
+      const __m512 old = (__m512)_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, c)), 16);
+      const __m512 sum = _mm512_add_ps(old, _mm512_loadu_ps(stage + i * 32 + h));
+      _mm256_mask_storeu_epi16(c, m, (__m256i)_mm512_cvtneps_pbh(sum));
+    }
+}
+
 /* C rows m0.. x columns n0.. (a 32 x 32 block) over all of k */
 AMX_FN static void block(const rt_amx_gemm_args *g, const uint16_t *ap, const uint16_t *bp, int64_t kt_n, int64_t m0,
                          int64_t n0) {
-  const bool whole = m0 + 32 <= g->m && n0 + 32 <= g->n;
+  const bool whole = !g->c_bf16 && m0 + 32 <= g->m && n0 + 32 <= g->n;
   float stage[32 * 32];
   float *c = whole ? g->c + m0 * g->ldc + n0 : stage;
   const int64_t ldc = whole ? g->ldc : 32, mn = g->m - m0 < 32 ? g->m - m0 : 32, nn = g->n - n0 < 32 ? g->n - n0 : 32;
-  if (!whole && g->accumulate) {
+  if (!whole && g->accumulate && !g->c_bf16) {
     memset(stage, 0, sizeof stage);
     for (int64_t i = 0; i < mn; i++) memcpy(stage + i * 32, g->c + (m0 + i) * g->ldc + n0, (size_t)nn * 4);
   }
   const size_t s = (size_t)ldc * 4;
-  if (g->accumulate) {
+  if (g->accumulate && !g->c_bf16) {
     _tile_loadd(0, c, s);
     _tile_loadd(1, c + 16, s);
     _tile_loadd(2, c + 16 * ldc, s);
@@ -210,7 +226,8 @@ AMX_FN static void block(const rt_amx_gemm_args *g, const uint16_t *ap, const ui
   _tile_stored(1, c + 16, s);
   _tile_stored(2, c + 16 * ldc, s);
   _tile_stored(3, c + 16 * ldc + 16, s);
-  if (!whole)
+  if (g->c_bf16) add_block_bf16(g, stage, m0, n0, mn, nn);
+  else if (!whole)
     for (int64_t i = 0; i < mn; i++) memcpy(g->c + (m0 + i) * g->ldc + n0, stage + i * 32, (size_t)nn * 4);
 }
 
@@ -248,7 +265,8 @@ static void layout(const rt_amx_gemm_args *g, int threads, amx_job *j, size_t *a
  * packed A stays within A_CAP: pieces of m (each packs B again: K x N x 2
  * bytes more) or of k (C goes to memory and back between them, in f32,
  * which loses nothing: M x N x 8 bytes more), whichever moves fewer bytes.
- * Same bits either way. */
+ * Same bits either way. A bf16 C is rounded once, after all of k: only
+ * pieces of m for it, of at least one pair of m tiles. */
 enum { A_CAP = 2 << 20 };
 static void slices(const rt_amx_gemm_args *g, int64_t *ms, int64_t *ks) {
   const int64_t mt = cdiv(g->m > 0 ? g->m : 0, 32) * 2, kt = cdiv(g->k > 0 ? g->k : 0, TK), cap = A_CAP / TILE_BYTES;
@@ -260,7 +278,9 @@ static void slices(const rt_amx_gemm_args *g, int64_t *ms, int64_t *ks) {
     /* by k: all of m over pieces of k, if all of m fits one tile wide */
     const int64_t k_kts = mt <= cap ? cap / mt : 0;
     const double k_cost = k_kts ? (double)(cdiv(kt, k_kts) - 1) * (double)g->m * (double)g->n * 8 : 1e300;
-    if (m_mts && m_cost <= k_cost) {
+    if (g->c_bf16) {
+      mts = m_mts ? m_mts : 2;
+    } else if (m_mts && m_cost <= k_cost) {
       mts = m_mts;
     } else if (k_kts) {
       kts = k_kts;
@@ -279,7 +299,8 @@ static rt_amx_gemm_args slice_args(const rt_amx_gemm_args *g, int64_t m0, int64_
   s.k = g->k - k0 < ks ? g->k - k0 : ks;
   s.a = (const char *)g->a + (size_t)(g->a_kcontig ? m0 * g->lda + k0 : k0 * g->lda + m0) * es;
   s.b = g->b + (g->b_kcontig ? k0 : k0 * g->ldb);
-  s.c = g->c + m0 * g->ldc;
+  s.c = g->c ? g->c + m0 * g->ldc : NULL;
+  s.c_bf16 = g->c_bf16 ? g->c_bf16 + m0 * g->ldc : NULL;
   s.accumulate = g->accumulate || k0 > 0;
   return s;
 }

@@ -26,6 +26,8 @@ typedef struct {
   float *c;       /* C(m, n) at c[m * ldc + n] */
   int64_t ldc;
   bool accumulate; /* C += A B, else C = A B */
+  uint16_t *c_bf16; /* instead of c: bf16 C(m, n) at c_bf16[m * ldc + n] := rnd(C + A B),
+                       the product summed over all of k in f32 first */
 } rt_amx_gemm_args;
 
 /* this CPU has AMX-BF16 and the kernel lets the process use its tiles

@@ -215,15 +215,16 @@ typedef struct {
   size_t logits;    /* a chunk of logits: chunk x vocab f32 */
   size_t loss_rows; /* the chunk's row losses (reductions MEAN and SUM) */
   size_t z_rows;    /* and its row z-losses, with out->z_loss */
-  size_t dw_acc;    /* f32 accumulators for dweight and dbias (f16, bf16) */
+  size_t dw_acc;    /* f32 accumulators for dweight and dbias (f16, bf16 summed in f32) */
   size_t dbias_acc;
+  size_t db_chunk;  /* summed in their dtype on AMX: a chunk's column sums for dbias */
   size_t dx_rows;   /* AMX: a chunk of dx in f32 */
   size_t gemm_pack; /* AMX: its packed operands (runtime/gemm_amx.h) */
   size_t total;
 } rt_flce_scratch;
-UBG_HIDDEN void rt_flce_scratch_sizes(ubg_dtype dtype, int64_t chunk, int64_t hidden, int64_t vocab, bool reduce_none,
-                                      bool z_loss, bool dx, bool dweight, bool dbias, rt_gemm gemm, int threads,
-                                      rt_flce_scratch *s);
+UBG_HIDDEN void rt_flce_scratch_sizes(ubg_dtype dtype, ubg_dtype accum_dtype, int64_t chunk, int64_t hidden,
+                                      int64_t vocab, bool reduce_none, bool z_loss, bool dx, bool dweight, bool dbias,
+                                      rt_gemm gemm, int threads, rt_flce_scratch *s);
 
 /* ---- launch ---- */
 UBG_HIDDEN ubg_status rt_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype,

@@ -11,7 +11,9 @@
  * The BT x vocab logits never exist: the extra memory is one chunk of
  * logits (chunk x vocab f32), two chunk-long rows of losses, and f32
  * accumulators for dweight and dbias when the dtype is not f32 (docs/
- * semantics.md). Everything that can fail is checked first (arguments,
+ * semantics.md). With opts->accum_dtype the dtype (Liger's default), the
+ * sums are kept in dweight and dbias themselves, each chunk's part added to
+ * them with one rounding. Everything that can fail is checked first (arguments,
  * targets, sizes, overlaps, memory, and every pass's variant, compiled),
  * so a failed call writes nothing. */
 #include <math.h>
@@ -170,6 +172,8 @@ typedef struct {
   float *dx_rows;            /* scratch for AMX: a chunk of dx in f32 */
   void *amx;                 /* scratch for AMX: its packed operands */
   float *dw_acc, *dbias_acc; /* dweight / dbias themselves when f32 */
+  bool accum_in_dtype;       /* opts->accum_dtype is the dtype (f16, bf16): no dw_acc, dbias_acc */
+  float *db_chunk;           /* then, for AMX: a chunk's column sums of dlogits [vocab] */
   char variants[4][160];     /* the last variant of each pass, for ubg_ctx_last_variant */
 } plan;
 
@@ -187,6 +191,18 @@ static void store_rows(void *dst, const float *src, int64_t n, ubg_dtype dt, int
   }
 }
 
+/* dst = rnd(dst + src), n elements of dt (f16 or bf16): a chunk's part of
+ * dweight or dbias added where they are summed in their own dtype */
+static void add_rounded(void *dst, const float *src, int64_t n, ubg_dtype dt, int threads) {
+  if (dt == UBG_F16) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < n; i++) ubg_st_f16(dst, i, ubg_ld_f16(dst, i) + src[i]);
+  } else {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < n; i++) ubg_st_bf16(dst, i, ubg_ld_bf16(dst, i) + src[i]);
+  }
+}
+
 /* The three GEMMs on AMX tiles, for a chunk of `rows` rows (x the chunk's):
  *   logits [rows, vocab] = x [rows, hidden] weight^T
  *   dx_rows [rows, hidden] = dlogits [rows, vocab] weight [vocab, hidden]
@@ -194,15 +210,16 @@ static void store_rows(void *dst, const float *src, int64_t n, ubg_dtype dt, int
  * dlogits rounded to bf16 as they are packed, as Liger's bf16 FLCE keeps them. */
 static rt_amx_gemm_args logits_gemm(const plan *p, const void *x, int64_t rows) {
   return (rt_amx_gemm_args){rows,      p->ce.vocab, p->hidden, x,         p->hidden, false, true,
-                            p->weight, p->hidden,   true,      p->logits, p->ce.vocab, false};
+                            p->weight, p->hidden,   true,      p->logits, p->ce.vocab, false, NULL};
 }
 static rt_amx_gemm_args dx_gemm(const plan *p, int64_t rows) {
   return (rt_amx_gemm_args){rows,      p->hidden, p->ce.vocab, p->logits,  p->ce.vocab, true, true,
-                            p->weight, p->hidden, false,       p->dx_rows, p->hidden,   false};
+                            p->weight, p->hidden, false,       p->dx_rows, p->hidden,   false, NULL};
 }
-static rt_amx_gemm_args dw_gemm(const plan *p, const void *x, int64_t rows) {
-  return (rt_amx_gemm_args){p->ce.vocab, p->hidden, rows,  p->logits, p->ce.vocab, true, false,
-                            x,           p->hidden, false, p->dw_acc, p->hidden,   true};
+/* dw_bf16: dweight summed in bf16, dw_bf16 := rnd(dw_bf16 + dlogits^T x) */
+static rt_amx_gemm_args dw_gemm(const plan *p, const void *x, int64_t rows, uint16_t *dw_bf16) {
+  return (rt_amx_gemm_args){p->ce.vocab, p->hidden, rows,  p->logits,              p->ce.vocab, true, false,
+                            x,           p->hidden, false, dw_bf16 ? NULL : p->dw_acc, p->hidden, true, dw_bf16};
 }
 
 /* logits += bias, row by row, after a library GEMM (the generated pass adds
@@ -284,13 +301,47 @@ static ubg_status run_dx(plan *p, int64_t off, int64_t rows) {
   return s;
 }
 
+/* the chunk's dweight and dbias added to their sums in the dtype: by the
+ * generated pass (dw_sum, dbias_sum), or on AMX tiles, whose GEMM adds each
+ * block to dweight as it finishes it. rows = 0 picks and compiles the
+ * variant only, writing nothing. */
+static ubg_status run_dw_in_dtype(plan *p, const char *x, int64_t rows) {
+  const int64_t vocab = p->ce.vocab;
+  const ubg_flce_out *out = p->out;
+  if (p->gemm == RT_GEMM_AMX) {
+    snprintf(p->variants[3], sizeof p->variants[3], "amx");
+    if (rows == 0) return UBG_OK;
+    if (out->dweight) {
+      rt_amx_gemm_args g = dw_gemm(p, x, rows, out->dweight);
+      rt_amx_gemm(&g, p->ce.ctx->threads, p->amx);
+    }
+    if (out->dbias) {
+      memset(p->db_chunk, 0, (size_t)vocab * 4);
+      for (int64_t i = 0; i < rows; i++)
+        for (int64_t v = 0; v < vocab; v++) p->db_chunk[v] += p->logits[i * vocab + v];
+      add_rounded(out->dbias, p->db_chunk, vocab, p->ce.dt, p->ce.ctx->threads);
+    }
+    return UBG_OK;
+  }
+  ubg_arg a[] = {
+      {"dlogits", UBG_ARG_PTR, {.p = p->logits}},   {"x", UBG_ARG_PTR, {.p = (void *)x}},
+      {"dw_sum", UBG_ARG_PTR, {.p = out->dweight}}, {"dbias_sum", UBG_ARG_PTR, {.p = out->dbias}},
+      {"bt", UBG_ARG_I64, {.i = rows}},             {"hidden", UBG_ARG_I64, {.i = p->hidden}},
+      {"vocab", UBG_ARG_I64, {.i = vocab}},
+  };
+  ubg_status s = rt_launch(p->ce.ctx, "flce", "dw", p->ce.dt, a, sizeof a / sizeof a[0]);
+  if (!s) note_variant(p, 3);
+  return s;
+}
+
 static ubg_status run_dw(plan *p, int64_t off, int64_t rows) {
   const char *x = (const char *)p->x + (size_t)(off * p->hidden) * p->es;
   const int64_t vocab = p->ce.vocab;
+  if (p->accum_in_dtype) return run_dw_in_dtype(p, x, rows);
   if (p->gemm != RT_GEMM_GENERATED) {
     if (rows == 0) return UBG_OK;
     if (p->dw_acc && p->gemm == RT_GEMM_AMX) {
-      rt_amx_gemm_args g = dw_gemm(p, x, rows);
+      rt_amx_gemm_args g = dw_gemm(p, x, rows, NULL);
       rt_amx_gemm(&g, p->ce.ctx->threads, p->amx);
     }
 #ifdef UBG_HAVE_OPENBLAS
@@ -355,6 +406,13 @@ static ubg_status validate(plan *p, const ubg_flce_opts *opts) {
   rt_region r[16];
   int nr = 0;
   if ((s = rt_ce_rows_check(c, opts, out->loss, out->z_loss, out->argmax, out->token_accuracy, r, &nr))) return s;
+  if (c->o.accum_dtype != UBG_F32 && c->o.accum_dtype != c->dt) {
+    char got[24];
+    if ((unsigned)c->o.accum_dtype <= UBG_BF16) snprintf(got, sizeof got, "%s", rt_dtype_text(c->o.accum_dtype));
+    else snprintf(got, sizeof got, "%d", (int)c->o.accum_dtype);
+    return rt_fail(ctx, UBG_EINVAL, "ubg_flce: opts->accum_dtype = %s is neither f32 nor the call's dtype %s", got,
+                   rt_dtype_text(c->dt));
+  }
   const void *bias = c->o.bias;
   if (out->dbias && !bias) return rt_fail(ctx, UBG_EINVAL, "ubg_flce: out->dbias is given but opts->bias is NULL");
   const char *dt = rt_dtype_text(c->dt);
@@ -390,21 +448,24 @@ static ubg_status check_gemm(const plan *p) {
 /* n bytes in whole 64-byte lines, at least one */
 static size_t lines(size_t n) { return n == 0 ? 64 : (n + 63) / 64 * 64; }
 
-void rt_flce_scratch_sizes(ubg_dtype dtype, int64_t chunk, int64_t hidden, int64_t vocab, bool reduce_none,
-                           bool z_loss, bool dx, bool dweight, bool dbias, rt_gemm gemm, int threads,
+void rt_flce_scratch_sizes(ubg_dtype dtype, ubg_dtype accum_dtype, int64_t chunk, int64_t hidden, int64_t vocab,
+                           bool reduce_none, bool z_loss, bool dx, bool dweight, bool dbias, rt_gemm gemm, int threads,
                            rt_flce_scratch *s) {
-  const bool f32 = dtype == UBG_F32;
+  const bool f32 = dtype == UBG_F32, in_dtype = !f32 && accum_dtype == dtype;
   s->logits = lines((size_t)(chunk * vocab) * 4);
   s->loss_rows = reduce_none ? 0 : lines((size_t)chunk * 4);
   s->z_rows = reduce_none || !z_loss ? 0 : lines((size_t)chunk * 4);
-  s->dw_acc = dweight && !f32 ? lines((size_t)(vocab * hidden) * 4) : 0;
-  s->dbias_acc = dbias && !f32 ? lines((size_t)vocab * 4) : 0;
+  s->dw_acc = dweight && !f32 && !in_dtype ? lines((size_t)(vocab * hidden) * 4) : 0;
+  s->dbias_acc = dbias && !f32 && !in_dtype ? lines((size_t)vocab * 4) : 0;
+  s->db_chunk = in_dtype && dbias && gemm == RT_GEMM_AMX ? lines((size_t)vocab * 4) : 0;
   s->dx_rows = s->gemm_pack = 0;
   if (gemm == RT_GEMM_AMX) { /* the largest of the three GEMMs' packs, for a whole chunk */
     plan q;
     memset(&q, 0, sizeof q);
     q.ce.vocab = vocab, q.hidden = hidden;
-    rt_amx_gemm_args g[3] = {logits_gemm(&q, NULL, chunk), dx_gemm(&q, chunk), dw_gemm(&q, NULL, chunk)};
+    static uint16_t dw_bf16; /* stands for dweight: only whether there is one matters here */
+    rt_amx_gemm_args g[3] = {logits_gemm(&q, NULL, chunk), dx_gemm(&q, chunk),
+                             dw_gemm(&q, NULL, chunk, in_dtype ? &dw_bf16 : NULL)};
     for (int i = 0; i < 3; i++) {
       if ((i == 1 && !dx) || (i == 2 && !dweight)) continue;
       const size_t b = lines(rt_amx_gemm_scratch(&g[i], threads));
@@ -412,7 +473,7 @@ void rt_flce_scratch_sizes(ubg_dtype dtype, int64_t chunk, int64_t hidden, int64
     }
     s->dx_rows = dx ? lines((size_t)(chunk * hidden) * 4) : 0;
   }
-  s->total = s->logits + s->loss_rows + s->z_rows + s->dw_acc + s->dbias_acc + s->dx_rows + s->gemm_pack;
+  s->total = s->logits + s->loss_rows + s->z_rows + s->dw_acc + s->dbias_acc + s->db_chunk + s->dx_rows + s->gemm_pack;
 }
 
 /* scratch of n bytes (a multiple of 64), zeroed or not; *bytes counts it.
@@ -457,14 +518,16 @@ ubg_status ubg_flce(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, i
   size_t bytes = 0;
   const bool none = p.ce.o.reduction == UBG_REDUCE_NONE, f32 = dtype == UBG_F32;
   rt_flce_scratch sz;
-  rt_flce_scratch_sizes(dtype, p.chunk, hidden, vocab, none, out->z_loss != NULL, out->dx != NULL,
-                        out->dweight != NULL, out->dbias != NULL, p.gemm, ctx->threads, &sz);
+  rt_flce_scratch_sizes(dtype, p.ce.o.accum_dtype, p.chunk, hidden, vocab, none, out->z_loss != NULL,
+                        out->dx != NULL, out->dweight != NULL, out->dbias != NULL, p.gemm, ctx->threads, &sz);
+  p.accum_in_dtype = !f32 && p.ce.o.accum_dtype == dtype;
   p.logits = scratch(sz.logits, false, &bytes);
   float *dw_own = scratch(sz.dw_acc, true, &bytes);
   float *db_own = scratch(sz.dbias_acc, true, &bytes);
+  p.db_chunk = scratch(sz.db_chunk, false, &bytes);
   p.dx_rows = scratch(sz.dx_rows, false, &bytes);
   p.amx = scratch(sz.gemm_pack, false, &bytes);
-  if (bytes != sz.logits + sz.dw_acc + sz.dbias_acc + sz.dx_rows + sz.gemm_pack) {
+  if (bytes != sz.logits + sz.dw_acc + sz.dbias_acc + sz.db_chunk + sz.dx_rows + sz.gemm_pack) {
     s = rt_fail(ctx, UBG_ENOMEM, "ubg_flce: out of memory for %zu bytes of scratch (chunk of %lld rows x vocab %lld)",
                 sz.total, (long long)p.chunk, (long long)vocab);
     goto done;
@@ -478,6 +541,8 @@ ubg_status ubg_flce(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, i
   /* from here on only kernels that are known to run */
   if (f32 && out->dweight) memset(out->dweight, 0, (size_t)(vocab * hidden) * 4);
   if (f32 && out->dbias) memset(out->dbias, 0, (size_t)vocab * 4);
+  if (p.accum_in_dtype && out->dweight) memset(out->dweight, 0, (size_t)(vocab * hidden) * p.es); /* +0 */
+  if (p.accum_in_dtype && out->dbias) memset(out->dbias, 0, (size_t)vocab * p.es);
   for (int64_t off = 0; off < bt; off += p.chunk) {
     int64_t rows = bt - off < p.chunk ? bt - off : p.chunk;
     if ((s = run_logits(&p, off, rows)) || (s = run_ce(&p, off, rows))) goto done;
@@ -495,6 +560,7 @@ done:
   free(p.logits);
   free(p.dx_rows);
   free(p.amx);
+  free(p.db_chunk);
   free(dw_own);
   free(db_own);
   rt_ce_rows_free(&p.ce);

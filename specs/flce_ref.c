@@ -30,7 +30,8 @@
  *           (scale_n, scale_w and W_sum = weight_sum come from the arguments,
  *           as the kernel gets them; float arguments are f32 in the kernel)
  *   dx:     dlogits, weight, dx, bt, hidden, vocab
- *   dw:     dlogits, x, dw_acc, dbias_acc, bt, hidden, vocab */
+ *   dw:     dlogits, x, dw_acc, dbias_acc, bt, hidden, vocab, dw_sum, dbias_sum
+ *           (the sums start from dw_acc or dw_sum, dbias_acc or dbias_sum) */
 
 #include "ubgen_ref.h"
 
@@ -161,22 +162,25 @@ UBGEN_REF(flce, dx) {
 }
 
 UBGEN_REF(flce, dw) {
-  const float *dl = a[0].p, *dw_acc = a[2].p, *db_acc = a[3].p;
+  const float *dl = a[0].p;
   const int64_t bt = a[4].i, H = a[5].i, V = a[6].i;
-  double *dw = outs[2], *db = outs[3];
+  /* the sums so far: f32 (dw_acc, dbias_acc) or in the dtype (dw_sum, dbias_sum) */
+  double *w0 = a[2].p ? load_all(a[2].p, V * H, REF_F32) : load_all(a[7].p, V * H, dt);
+  double *b0 = a[3].p ? load_all(a[3].p, V, REF_F32) : load_all(a[8].p, V, dt);
+  double *dw = a[2].p ? outs[2] : outs[7], *db = a[3].p ? outs[3] : outs[8];
   double *X = load_all(a[1].p, bt * H, dt);
   if (dw)
     for (int64_t v = 0; v < V; v++)
       for (int64_t h = 0; h < H; h++) {
-        double acc = dw_acc[v * H + h];
+        double acc = w0[v * H + h];
         for (int64_t r = 0; r < bt; r++) acc += (double)dl[r * V + v] * X[r * H + h];
         dw[v * H + h] = acc;
       }
   if (db)
     for (int64_t v = 0; v < V; v++) {
-      double acc = db_acc[v];
+      double acc = b0[v];
       for (int64_t r = 0; r < bt; r++) acc += dl[r * V + v];
       db[v] = acc;
     }
-  free(X);
+  free(X), free(w0), free(b0);
 }

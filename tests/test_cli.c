@@ -2031,6 +2031,8 @@ Test(cli, plan_flce_chunk_without_a_db_is_ligers_rule) {
       /* what ubg_flce allocates for the chunk: its logits, in whole 64-byte lines */
       cr_assert_eq(jint(j, "logits_bytes"), (want * v * 4 + 63) / 64 * 64, "%s %s", dt, shape);
       cr_assert_eq(jint(j, "dweight_acc_bytes"), d ? (v * h * 4 + 63) / 64 * 64 : 0, "%s %s", dt, shape);
+      /* kept in the dtype, the generated pass needs no accumulator */
+      if (d) cr_assert_eq(jint(j, "accum_in_dtype_bytes"), 0, "%s %s", dt, shape);
       json_decref(j);
     }
   }

@@ -63,7 +63,7 @@ static void gemm_case(int64_t m, int64_t n, int64_t k, bool a_f32, bool a_kconti
       }
       want[i * n + j] = s;
     }
-  const rt_amx_gemm_args g = {m, n, k, a, lda, a_f32, a_kcontig, b, ldb, b_kcontig, c, ldc, acc};
+  const rt_amx_gemm_args g = {m, n, k, a, lda, a_f32, a_kcontig, b, ldb, b_kcontig, c, ldc, acc, NULL};
   void *scratch = aligned_alloc(64, rt_amx_gemm_scratch(&g, threads) + 64);
   rt_amx_gemm(&g, threads, scratch);
   for (int64_t i = 0; i < m; i++) {
@@ -77,6 +77,48 @@ static void gemm_case(int64_t m, int64_t n, int64_t k, bool a_f32, bool a_kconti
                 (long long)i, (long long)j);
   }
   free(scratch), free(a), free(b), free(c), free(c0), free(want);
+}
+
+/* C in bf16: C := rnd(C + A B), the product summed over all of k first
+ * (dW's layout, as ubg_flce sums it in bf16), A and B bf16, so the only
+ * roundings are the tiles' f32 sums and the one to bf16 */
+static void gemm_bf16_case(int64_t m, int64_t n, int64_t k, int threads) {
+  char where[120];
+  snprintf(where, sizeof where, "bf16 C m=%lld n=%lld k=%lld, %d threads", (long long)m, (long long)n, (long long)k,
+           threads);
+  const int64_t lda = m + 5, ldb = n + 2, ldc = n + 7;
+  uint16_t *a = tc_tensor(REF_BF16, k * lda, 0, 1, 31), *b = tc_tensor(REF_BF16, k * ldb, 0, 1, 32);
+  uint16_t *c = tc_tensor(REF_BF16, m * ldc, 0, 4, 33), *c0 = malloc((size_t)(m * ldc) * 2);
+  memcpy(c0, c, (size_t)(m * ldc) * 2);
+  const rt_amx_gemm_args g = {m, n, k, a, lda, false, false, b, ldb, false, NULL, ldc, true, c};
+  void *scratch = aligned_alloc(64, rt_amx_gemm_scratch(&g, threads) + 64);
+  rt_amx_gemm(&g, threads, scratch);
+  for (int64_t i = 0; i < m; i++) {
+    for (int64_t j = 0; j < n; j++) {
+      double sum = 0, mag = 0;
+      for (int64_t q = 0; q < k; q++) {
+        const double p = ref_load(a, q * lda + i, REF_BF16) * ref_load(b, q * ldb + j, REF_BF16);
+        sum += p, mag += fabs(p);
+      }
+      const double old = ref_load(c0, i * ldc + j, REF_BF16), want = old + sum;
+      const double got = ref_load(c, i * ldc + j, REF_BF16);
+      /* half a bf16 ulp of the result, and the f32 sums' error */
+      cr_assert(fabs(got - want) <= 0x1p-8 * fabs(want) + 1e-6 * (mag + fabs(old)) + 1e-30,
+                "%s: C[%lld][%lld] = %.9g, reference %.9g", where, (long long)i, (long long)j, got, want);
+    }
+    for (int64_t j = n; j < ldc; j++)
+      cr_assert(c[i * ldc + j] == c0[i * ldc + j], "%s: C[%lld][%lld] beyond n was written", where, (long long)i,
+                (long long)j);
+  }
+  free(scratch), free(a), free(b), free(c), free(c0);
+}
+
+Test(flce_amx, tile_gemm_into_bf16) {
+  SKIP_WITHOUT_AMX();
+  /* the last one packs A in slices of m (more than 2 MiB of it) */
+  const int64_t shapes[][3] = {{1, 1, 1}, {32, 32, 64}, {33, 17, 65}, {70, 130, 257}, {300, 64, 40}, {2100, 16, 1024}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    gemm_bf16_case(shapes[i][0], shapes[i][1], shapes[i][2], 1 + (int)(i & 1));
 }
 
 Test(flce_amx, tile_gemm_in_every_layout) {

@@ -214,11 +214,14 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
 
   const int64_t nchunks = cdiv(bt, ch.chunk), last = bt - (nchunks - 1) * ch.chunk;
   /* a MEAN call with dx and dweight, as `ubgen tune flce.chunk` times */
-  rt_flce_scratch sz, sz_z;
-  rt_flce_scratch_sizes((ubg_dtype)dtype, ch.chunk, hidden, vocab, false, false, true, true, true, ch.gemm, ctx->threads,
-                        &sz);
-  rt_flce_scratch_sizes((ubg_dtype)dtype, ch.chunk, hidden, vocab, false, true, true, true, true, ch.gemm, ctx->threads,
-                        &sz_z);
+  rt_flce_scratch sz, sz_z, sz_in;
+  rt_flce_scratch_sizes((ubg_dtype)dtype, UBG_F32, ch.chunk, hidden, vocab, false, false, true, true, true, ch.gemm,
+                        ctx->threads, &sz);
+  rt_flce_scratch_sizes((ubg_dtype)dtype, UBG_F32, ch.chunk, hidden, vocab, false, true, true, true, true, ch.gemm,
+                        ctx->threads, &sz_z);
+  /* with opts->accum_dtype the dtype: one slice of the sums instead */
+  rt_flce_scratch_sizes((ubg_dtype)dtype, (ubg_dtype)dtype, ch.chunk, hidden, vocab, false, false, true, true, true,
+                        ch.gemm, ctx->threads, &sz_in);
   const size_t chunk_scratch = sz.logits + sz.loss_rows + sz.dx_rows + sz.gemm_pack;
 
   if (o->json) {
@@ -237,6 +240,8 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
     if (!tuned) json_object_set_new(root, "not_tuned", json_string(tuned_why));
     if (ch.entry) json_object_set_new(root, "tuned_variant", json_string(ch.entry->variant));
     if (sz.gemm_pack) json_object_set_new(root, "gemm_pack_bytes", json_integer((json_int_t)(sz.dx_rows + sz.gemm_pack)));
+    if (sz.dw_acc)
+      json_object_set_new(root, "accum_in_dtype_bytes", json_integer((json_int_t)sz_in.db_chunk));
     if (refused) {
       char err[300];
       snprintf(err, sizeof err, "UBGEN_FLCE_GEMM=%s, but %s", gemm, missing);
@@ -262,8 +267,9 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
              sz.dx_rows + sz.gemm_pack);
     printf("          (reduction mean or sum; %zu more with z_loss, none with reduction none)\n", sz_z.z_rows);
     if (sz.dw_acc)
-      printf("          and, whatever the chunk, %zu of f32 dweight accumulator (%zu more with dbias)\n", sz.dw_acc,
-             sz.dbias_acc);
+      printf("          and, whatever the chunk, %zu of f32 dweight accumulator (%zu more with dbias);\n"
+             "          %zu with the sums kept in %s (opts->accum_dtype, Liger's default)\n",
+             sz.dw_acc, sz.dbias_acc, sz_in.db_chunk, ug_dtype_name(dtype));
   }
   ubg_ctx_destroy(ctx);
   return refused ? EXIT_FAILED : EXIT_OK;

@@ -51,6 +51,7 @@ class FlceOpts(ctypes.Structure):
         ("bias", ctypes.c_void_p),
         ("grad_output", ctypes.c_void_p),
         ("token_scaling", ctypes.c_int),
+        ("accum_dtype", ctypes.c_int),
     ]
 
 

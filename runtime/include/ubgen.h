@@ -127,6 +127,9 @@ typedef struct {
   const float *grad_output; /* the upstream gradient the gradients are taken for: [1] for
                               MEAN and SUM, [bt] (one per row) for NONE; NULL: 1 */
   int token_scaling;       /* 1: each row's loss and gradient times its p(target), detached */
+  ubg_dtype accum_dtype;   /* UBG_F32: dweight and dbias summed over the chunks in f32, rounded
+                              once; the call's dtype: summed in it, rounded after every chunk
+                              (Liger's accum_dtype=None), with no vocab x hidden f32 buffer */
 } ubg_flce_opts;
 typedef struct {
   float *loss;             /* [1], or [bt] for REDUCE_NONE */

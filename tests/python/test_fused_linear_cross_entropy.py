@@ -89,8 +89,12 @@ def test_correctness(B, T, H, V, dtype, reduction, bias, opts):
         lin.weight.copy_(weight)
         if bias:
             lin.bias.copy_(b)
+    # Liger's default accum_dtype (None: dweight summed in the input's dtype) where the tolerance allows its
+    # roundings; "none"'s gradient is that of sum(loss), whose chunk sums in 16 bits cancel beyond mean's tolerance
+    # (test_accum_dtype_none_sums_in_the_input_dtype holds them to their own reference)
+    accum = torch.float32 if return_z_loss or reduction == "none" else None
     ce = LigerFusedLinearCrossEntropyLoss(ce_weight=ce_weight, reduction=reduction, return_z_loss=return_z_loss,
-                                          accum_dtype=torch.float32 if return_z_loss else None, **kw)
+                                          accum_dtype=accum, **kw)
     xi = x.clone().requires_grad_(True)
     out = ce(lin.weight, xi, target, lin.bias)
     if return_z_loss:
@@ -127,7 +131,9 @@ def test_grad_output(dtype, reduction, opts):
     atol, rtol = TOL[(reduction, dtype)]
     for times_three in (False, True):
         xi, wi, bi = x.clone().requires_grad_(True), weight.clone().requires_grad_(True), b.clone().requires_grad_(True)
-        loss = ut.fused_linear_cross_entropy(xi, wi, target, bi, ce_weight, reduction=reduction, **kw)
+        accum = torch.float32 if reduction == "none" else None  # as in test_correctness
+        loss = ut.fused_linear_cross_entropy(xi, wi, target, bi, ce_weight, reduction=reduction, accum_dtype=accum,
+                                             **kw)
         if reduction == "none":
             g = torch.rand(B * T) * 4 - 1
         else:
@@ -421,3 +427,60 @@ def test_all_rows_ignored():
     assert torch.equal(out.predicted_tokens, torch.full((4,), -1))
     out.loss.backward()
     assert torch.count_nonzero(x.grad) == 0 and torch.count_nonzero(w.grad) == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_accum_dtype_none_sums_in_the_input_dtype(restore_context, dtype, reduction):
+    """Liger's accum_dtype: None sums dweight and dbias in the input's dtype,
+    rounded after every chunk (a reference that does so, chunk by chunk in
+    float64, agrees almost everywhere); torch.float32 sums in f32 and rounds
+    once; any third dtype is a ValueError naming it"""
+    import ubgen
+    ctx = ubgen.configure(threads=2)
+    ctx.set_variant("flce", "chunk", "chunk=16")
+    torch.manual_seed(5)
+    bt, H, V = 96, 32, 200
+    x, w, b = torch.randn(bt, H).to(dtype), (torch.randn(V, H) * 0.3).to(dtype), (torch.randn(V) * 0.3).to(dtype)
+    t = torch.randint(0, V, (bt,))
+    got = {}
+    for accum in (None, torch.float32):
+        wi, bi = w.clone().requires_grad_(True), b.clone().requires_grad_(True)
+        ut.fused_linear_cross_entropy(x, wi, t, bi, reduction=reduction, accum_dtype=accum).backward()
+        got[accum] = (wi.grad, bi.grad)
+    # the reference: each chunk's part in float64, added to the running sums in dtype
+    acc_w, acc_b = torch.zeros(V, H, dtype=torch.float64), torch.zeros(V, dtype=torch.float64)
+    exact_w = torch.zeros_like(acc_w)
+    scale = 1.0 / bt if reduction == "mean" else 1.0
+    for off in range(0, bt, 16):
+        wr, br = _ref.leaf(w), _ref.leaf(b)
+        loss, _ = _ref.flce(x[off:off + 16].double(), wr, t[off:off + 16], br, reduction="sum")
+        (loss * scale).backward()
+        acc_w = (acc_w + wr.grad).to(dtype).double()
+        acc_b = (acc_b + br.grad).to(dtype).double()
+        exact_w += wr.grad
+    dw_none, db_none = got[None][0].double(), got[None][1].double()
+    assert (dw_none == acc_w).float().mean() >= 0.95, (dw_none == acc_w).float().mean()
+    assert (db_none == acc_b).float().mean() >= 0.95, (db_none == acc_b).float().mean()
+    once = exact_w.to(dtype).double()
+    assert ((dw_none == acc_w) & (acc_w != once)).any(), "no element tells the per-chunk rounding from one rounding"
+    dw_f32 = got[torch.float32][0].double()
+    assert (dw_f32 == once).float().mean() >= 0.95, (dw_f32 == once).float().mean()
+    assert not torch.equal(dw_f32, dw_none)
+    with pytest.raises(ValueError, match="accum_dtype=torch.float16" if dtype == torch.bfloat16 else
+                       "accum_dtype=torch.bfloat16"):
+        other = torch.float16 if dtype == torch.bfloat16 else torch.bfloat16
+        ut.fused_linear_cross_entropy(x, w.clone().requires_grad_(True), t, accum_dtype=other)
+
+
+def test_accum_dtype_is_moot_in_float32():
+    torch.manual_seed(6)
+    x, w, t = torch.randn(64, 16), torch.randn(50, 16), torch.randint(0, 50, (64,))
+    grads = []
+    for accum in (None, torch.float32):
+        wi = w.clone().requires_grad_(True)
+        ut.fused_linear_cross_entropy(x, wi, t, accum_dtype=accum).backward()
+        grads.append(wi.grad)
+    assert torch.equal(grads[0], grads[1])
+    with pytest.raises(ValueError, match="accum_dtype=torch.bfloat16"):
+        ut.fused_linear_cross_entropy(x, w, t, accum_dtype=torch.bfloat16)

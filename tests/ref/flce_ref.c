@@ -11,7 +11,7 @@ void flce_ref_full(int dt, int64_t bt, int64_t hidden, int64_t vocab, const void
                    double *dx, double *dweight, double *dbias) {
   ubg_flce_opts dflt;
   if (!o) {
-    ubg_flce_opts dd = {-100, 0.0f, 0.0f, 0.0f, UBG_REDUCE_MEAN, NULL, NULL, NULL, 0};
+    ubg_flce_opts dd = {-100, 0.0f, 0.0f, 0.0f, UBG_REDUCE_MEAN, NULL, NULL, NULL, 0, UBG_F32};
     dflt = dd;
     o = &dflt;
   }

@@ -95,6 +95,18 @@ def _flce_call(x, w, t, opts, want, grad_rows=None):
     return dx, dw, db
 
 
+def _accum_dtype(accum_dtype, dtype):
+    """where dweight and dbias are summed over the chunks, as Liger's
+    accum_dtype: None is the input's dtype (Liger's default), else
+    torch.float32 or that dtype"""
+    if accum_dtype is None:
+        accum_dtype = dtype
+    if accum_dtype not in (torch.float32, dtype):
+        raise ValueError("accum_dtype=%s: the sums are kept in torch.float32 or in the input's dtype %s"
+                         % (accum_dtype, dtype))
+    return _util.DTYPES[accum_dtype]
+
+
 class FusedLinearCrossEntropyFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, _input, weight, target, bias=None, ce_weight=None, ignore_index=-100, lse_square_scale=0.0,
@@ -110,6 +122,7 @@ class FusedLinearCrossEntropyFunction(torch.autograd.Function):
         t = _target(target, bt)
         opts, keep = _options(x.dtype, ignore_index, lse_square_scale, label_smoothing, reduction, softcap,
                               ce_weight, bias, use_token_scaling, w.shape[0])
+        opts.accum_dtype = _accum_dtype(accum_dtype, x.dtype)
         red = opts.reduction
         loss, z, acc = _per_row_outputs(red, bt, return_z_loss, return_token_accuracy)
         am = _util.empty((bt,), torch.int64) if return_predicted_tokens else None
