@@ -125,10 +125,9 @@ UBG_INLINE ubg_u16 ubg_f32_to_f16(float f) {
   ubg_u32 m = (a & 0x007fffffu) | 0x00800000u;
   ubg_u32 s = 126u - (e < 126u ? e : 126u);
   s = s > 31u ? 31u : s < 1u ? 1u : s; /* [1, 31]: only e < 113 (s >= 14) uses it */
-  ubg_u32 q = m >> s;
-  ubg_u32 rem = m & ((1u << s) - 1u);
-  ubg_u32 half = 1u << (s - 1u);
-  ubg_u32 sub = q + ((rem > half) | ((rem == half) & (q & 1u)));
+  /* RNE as one add: half - 1, plus 1 when the kept part is odd (the
+   * comparisons of rem against half kept gcc from vectorizing) */
+  ubg_u32 sub = (m + (1u << (s - 1u)) - 1u + ((m >> s) & 1u)) >> s;
   ubg_u32 use_sub = 0u - (ubg_u32)(e < 113u), over = 0u - (ubg_u32)(e >= 143u), nan = 0u - (ubg_u32)(a > 0x7f800000u);
   ubg_u32 r = (norm & ~use_sub) | (sub & use_sub);
   r = (r & ~over) | (0x7c00u & over);
