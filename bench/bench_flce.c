@@ -3,11 +3,11 @@
  * (--dtype bf16: ubgen's tensors in bf16, the baselines in f32 on the same
  * rounded values), reduction MEAN, no bias, no ignored rows. Providers,
  * measured in one run, interleaved repetition by repetition:
- *   ubgen           ubg_flce with the generated GEMMs (UBGEN_FLCE_GEMM=generated)
- *   ubgen-openblas  ubg_flce with OpenBLAS GEMMs (UBGEN_FLCE_GEMM=openblas), when
- *                   the library was built with BLAS=openblas (probed at start);
+ *   ubgen           ubg_flce with the generated GEMMs (flce.chunk forced to gemm=generated)
+ *   ubgen-openblas  ubg_flce with OpenBLAS GEMMs (gemm=openblas), when the
+ *                   library was built with BLAS=openblas (probed at start);
  *                   with --dtype bf16 ubgen-amx instead: AMX tiles
- *                   (UBGEN_FLCE_GEMM=amx), on a CPU with AMX-BF16
+ *                   (gemm=amx), on a CPU with AMX-BF16
  *   openblas-gemms  the three GEMMs alone, OpenBLAS cblas_sgemm on all threads:
  *                   logits = x W^T [BT,V], dx = G W, dW = G^T x: the floor any
  *                   exact FLCE has to pay (G = the logits buffer, [BT,V] f32)
@@ -29,7 +29,7 @@
  * block freed by one call is returned to the kernel and shows again in the
  * next call's peak, instead of being recycled from a heap already resident.
  * Also shown: rt_flce_last_scratch_bytes() and rt_flce_chunk_rows() (the
- * chunk follows UBGEN_FLCE_CHUNK from the environment, as the library does).
+ * chunk is Liger's rule, or --chunk N: both providers then force chunk=N).
  * Passes alone: the generated flce.logits, flce.dx and flce.dw passes
  * (ubg_launch) against cblas_sgemm on the same shapes, in GFLOP/s, and
  * flce.ce against the naive path's cross entropy loops, for M rows = the
@@ -422,6 +422,9 @@ int main(int argc, char **argv) {
     return fprintf(stderr, "bench_flce: --bt takes a list of positive sizes, as 1024,2048\n"), 2;
   if ((s = arg_value(argc, argv, "--gemm-rows")) && (ngr = parse_list(s, grows, MAXN)) <= 0)
     return fprintf(stderr, "bench_flce: --gemm-rows takes a list of positive sizes, as 256,1024\n"), 2;
+  int64_t forced_chunk = 0;
+  if ((s = arg_value(argc, argv, "--chunk")) && parse_list(s, &forced_chunk, 1) != 1)
+    return fprintf(stderr, "bench_flce: --chunk takes one positive number of rows\n"), 2;
   int64_t bt_max = CHECK_BT;
   for (int i = 0; i < nbt; i++) bt_max = bts[i] > bt_max ? bts[i] : bt_max;
 
@@ -437,14 +440,22 @@ int main(int argc, char **argv) {
   /* two contexts: the generated GEMMs and the dtype's other ones (if there) */
   if (DT == UBG_BF16) other_gemm = "amx", prov_names[P_UBGEN_OB] = "ubgen-amx";
   ubg_ctx *ctx = NULL, *ctx_ob = NULL;
-  setenv("UBGEN_FLCE_GEMM", "generated", 1);
+  char variant[64], variant_ob[64];
+  if (forced_chunk) {
+    snprintf(variant, sizeof variant, "chunk=%lld", (long long)forced_chunk);
+    snprintf(variant_ob, sizeof variant_ob, "chunk=%lld,gemm=%s", (long long)forced_chunk, other_gemm);
+  } else {
+    snprintf(variant, sizeof variant, "gemm=generated");
+    snprintf(variant_ob, sizeof variant_ob, "gemm=%s", other_gemm);
+  }
   if (ubg_ctx_create(NULL, &ctx) != UBG_OK) return fprintf(stderr, "bench_flce: %s\n", ubg_ctx_error(NULL)), 2;
-  setenv("UBGEN_FLCE_GEMM", other_gemm, 1);
-  if (ubg_ctx_create(NULL, &ctx_ob) != UBG_OK) {
-    fprintf(stderr, "bench_flce: context with UBGEN_FLCE_GEMM=%s: %s\n", other_gemm, ubg_ctx_error(NULL));
+  bench_must(ctx, ubg_set_variant(ctx, "flce", "chunk", variant), "ubg_set_variant");
+  if (ubg_ctx_create(NULL, &ctx_ob) != UBG_OK) return fprintf(stderr, "bench_flce: %s\n", ubg_ctx_error(NULL)), 2;
+  if (ubg_set_variant(ctx_ob, "flce", "chunk", variant_ob) != UBG_OK) {
+    printf("%s: not measured: %s\n", prov_names[P_UBGEN_OB], ubg_ctx_error(ctx_ob));
+    ubg_ctx_destroy(ctx_ob);
     ctx_ob = NULL;
   }
-  unsetenv("UBGEN_FLCE_GEMM");
 
   printf("Fused linear cross entropy, H = %d, V = %d, %s, reduction mean, %d threads, %s\n", H, V,
          DT == UBG_F32 ? "f32" : "bf16 (baselines in f32 on the same values)", threads, bench_cpu_name());
@@ -479,7 +490,7 @@ int main(int argc, char **argv) {
     if (!p.ctx[q]) continue;
     ubg_status st_ = flce_call(&p, q, true);
     if (st_ == UBG_OK && q == P_UBGEN_OB && strncmp(ubg_ctx_last_variant(p.ctx[q]), other_gemm, strlen(other_gemm))) {
-      printf("%s: not measured: UBGEN_FLCE_GEMM=%s ran the generated GEMMs (%s)\n", prov_names[q], other_gemm,
+      printf("%s: not measured: gemm=%s ran the generated GEMMs (%s)\n", prov_names[q], other_gemm,
              ubg_ctx_last_variant(p.ctx[q]));
     } else if (st_ == UBG_OK) {
       avail[q] = true;

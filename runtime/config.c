@@ -80,21 +80,6 @@ ubg_status rt_config_resolve(ubg_ctx *ctx, const ubg_config *cfg) {
   if ((s = env_int("UBGEN_JIT_ASYNC", 0, 1, &async, &set))) return s;
   ctx->jit_async = async == 1;
 
-  /* FLCE: rows per chunk (0: Liger's rule) and the GEMM backend */
-  long chunk = 0;
-  if ((s = env_int("UBGEN_FLCE_CHUNK", 0, RT_FLCE_MAX_CHUNK, &chunk, &set))) return s;
-  ctx->flce_chunk = chunk;
-  const char *gemm = getenv("UBGEN_FLCE_GEMM");
-  ctx->flce_gemm = RT_GEMM_GENERATED;
-  ctx->flce_gemm_set = gemm && *gemm;
-  if (gemm && *gemm) {
-    int g = 0;
-    while (g < 3 && strcmp(gemm, rt_gemm_names[g])) g++;
-    if (g == 3)
-      return rt_fail(NULL, UBG_EINVAL, "UBGEN_FLCE_GEMM=\"%s\" is not one of generated, openblas, amx", gemm);
-    ctx->flce_gemm = (rt_gemm)g;
-  }
-
   const char *db = cfg->tuning_db ? cfg->tuning_db : getenv("UBGEN_TUNING_DB");
   const char *cache = cfg->cache_dir ? cfg->cache_dir : getenv("UBGEN_CACHE_DIR");
   const char *specs = cfg->spec_path ? cfg->spec_path : getenv("UBGEN_SPEC_PATH");

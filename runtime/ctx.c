@@ -26,6 +26,7 @@ ubg_status ubg_ctx_create(const ubg_config *cfg, ubg_ctx **out) {
   ubg_status s = rt_config_resolve(ctx, cfg);
   if (!s) s = rt_kernels_load(ctx);
   if (!s) rt_tunedb_load(ctx);
+  if (!s) s = rt_env_variants(ctx);
   if (s) {
     ubg_ctx_destroy(ctx);
     return s;
@@ -78,20 +79,22 @@ const rt_composite *rt_composite_find(const char *kernel, const char *pass) {
   return NULL;
 }
 
-void rt_composite_forced(const ubg_ctx *ctx, const rt_composite *c, char *out, size_t n) {
+void rt_composite_forced(const ubg_ctx *ctx, const rt_composite *c, char *out, size_t n, const char **source) {
   ubg_ctx *m = (ubg_ctx *)ctx; /* the lock only */
   pthread_mutex_lock(&m->lock);
   snprintf(out, n, "%s", ctx->composite_forced[c->index]);
+  if (source) *source = ctx->composite_from_env[c->index] ? "UBGEN_VARIANT" : "ubg_set_variant";
   pthread_mutex_unlock(&m->lock);
 }
 
 /* ubg_set_variant of a composite op: its check, then the name kept */
-static ubg_status set_composite(ubg_ctx *ctx, const rt_composite *c, const char *variant) {
+static ubg_status set_composite(ubg_ctx *ctx, const rt_composite *c, const char *variant, bool from_env) {
   char why[200] = "too long";
   if (variant && (strlen(variant) >= sizeof ctx->composite_forced[0] || c->check(variant, why, sizeof why) < 0))
     return rt_fail(ctx, UBG_ENOTFOUND, "%s.%s has no variant \"%.160s\" (%s)", c->kernel, c->pass, variant, why);
   pthread_mutex_lock(&ctx->lock);
   snprintf(ctx->composite_forced[c->index], sizeof ctx->composite_forced[0], "%s", variant ? variant : "");
+  ctx->composite_from_env[c->index] = from_env;
   pthread_mutex_unlock(&ctx->lock);
   return UBG_OK;
 }
@@ -99,7 +102,7 @@ static ubg_status set_composite(ubg_ctx *ctx, const rt_composite *c, const char 
 ubg_status ubg_set_variant(ubg_ctx *ctx, const char *kernel, const char *pass, const char *variant) {
   if (!ctx) return rt_fail(NULL, UBG_EINVAL, "ubg_set_variant: ctx is NULL");
   const rt_composite *comp = rt_composite_find(kernel, pass);
-  if (comp) return set_composite(ctx, comp, variant);
+  if (comp) return set_composite(ctx, comp, variant, false);
   rt_pass *rp;
   ubg_status s = rt_find_pass(ctx, kernel, pass, &rp);
   if (s) return s;
@@ -127,6 +130,39 @@ ubg_status ubg_set_variant(ubg_ctx *ctx, const char *kernel, const char *pass, c
     if (rp->nvariants[dt]) example = rp->variants[dt][0].name;
   return rt_fail(ctx, UBG_ENOTFOUND, "%s.%s has no variant \"%.160s\" (names look like %s; `ubgen list` lists them)",
                  kernel, pass, variant, example);
+}
+
+/* UBGEN_VARIANT="kernel.pass=variant;...": each entry forced on a new
+ * context as ubg_set_variant forces it; a bad one fails the creation,
+ * named (a later ubg_set_variant replaces an entry's choice) */
+ubg_status rt_env_variants(ubg_ctx *ctx) {
+  const char *env = getenv("UBGEN_VARIANT");
+  if (!env || !*env) return UBG_OK;
+  char *copy = strdup(env);
+  if (!copy) return rt_fail(NULL, UBG_ENOMEM, "out of memory");
+  ubg_status s = UBG_OK;
+  char *save = NULL;
+  for (char *e = strtok_r(copy, ";", &save); e && !s; e = strtok_r(NULL, ";", &save)) {
+    while (*e == ' ') e++;
+    for (size_t n = strlen(e); n > 0 && e[n - 1] == ' '; n--) e[n - 1] = '\0';
+    if (!*e) continue;
+    char *eq = strchr(e, '='), *dot = strchr(e, '.');
+    if (!eq || !dot || dot > eq || dot == e || dot + 1 == eq || !eq[1]) {
+      s = rt_fail(NULL, UBG_EINVAL, "UBGEN_VARIANT entry \"%.200s\" is not kernel.pass=variant", e);
+      break;
+    }
+    *dot = *eq = '\0';
+    const char *kernel = e, *pass = dot + 1, *variant = eq + 1;
+    const rt_composite *comp = rt_composite_find(kernel, pass);
+    s = comp ? set_composite(ctx, comp, variant, true) : ubg_set_variant(ctx, kernel, pass, variant);
+    if (s) {
+      char why[600];
+      snprintf(why, sizeof why, "%s", ubg_ctx_error(ctx));
+      s = rt_fail(NULL, s, "UBGEN_VARIANT entry %s.%s=%s: %s", kernel, pass, variant, why);
+    }
+  }
+  free(copy);
+  return s;
 }
 
 ubg_status ubg_prepare(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype, const char *variant) {

@@ -94,10 +94,8 @@ struct ubg_ctx {
   int njit_states, cap_jit_states;
   _Atomic int jit_compiles; /* variants this context compiled or swapped (tests) */
   bool jit_async;           /* UBGEN_JIT_ASYNC=1 */
-  int64_t flce_chunk;       /* UBGEN_FLCE_CHUNK: rows per ubg_flce chunk, 0: Liger's rule */
-  rt_gemm flce_gemm;        /* UBGEN_FLCE_GEMM */
-  bool flce_gemm_set;       /* UBGEN_FLCE_GEMM is set: the tuning DB does not choose the GEMMs */
   char composite_forced[RT_MAX_COMPOSITES][64]; /* ubg_set_variant's names for composite ops, "" none; under lock */
+  bool composite_from_env[RT_MAX_COMPOSITES];     /* ... given by UBGEN_VARIANT */
   pthread_t async[RT_MAX_ASYNC]; /* background gcc builds, joined at destroy */
   int nasync;
 };
@@ -118,8 +116,12 @@ typedef struct rt_composite {
 UBG_HIDDEN void rt_composite_register(rt_composite *c);
 /* the composite named (kernel, pass), or NULL */
 UBG_HIDDEN const rt_composite *rt_composite_find(const char *kernel, const char *pass);
-/* the name forced on ctx for c ("" when none) */
-UBG_HIDDEN void rt_composite_forced(const ubg_ctx *ctx, const rt_composite *c, char *out, size_t n);
+/* the name forced on ctx for c ("" when none), and who forced it:
+ * "ubg_set_variant" or "UBGEN_VARIANT" */
+UBG_HIDDEN void rt_composite_forced(const ubg_ctx *ctx, const rt_composite *c, char *out, size_t n,
+                                    const char **source);
+/* UBGEN_VARIANT's entries forced on a new context, as ubg_set_variant would */
+UBG_HIDDEN ubg_status rt_env_variants(ubg_ctx *ctx);
 
 /* ---- messages (per thread, per context) ---- */
 UBG_HIDDEN ubg_status rt_fail(const ubg_ctx *ctx, ubg_status s, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -176,8 +178,9 @@ UBG_HIDDEN void rt_grid_run(ubg_kernel_fn fn, const void *slots, int stage, int6
 /* ---- FLCE (tests and benchmarks read these) ---- */
 /* scratch bytes the last ubg_flce call on this thread allocated */
 UBG_HIDDEN size_t rt_flce_last_scratch_bytes(void);
-/* rows per chunk ubg_flce uses for this shape without a tuning DB: ctx's
- * UBGEN_FLCE_CHUNK, else (ctx NULL too) Liger's rule; never more than bt */
+/* rows per chunk ubg_flce uses for this shape without a tuning DB: the
+ * chunk forced on ctx (ubg_set_variant, UBGEN_VARIANT), else (ctx NULL
+ * too) Liger's rule; never more than bt */
 UBG_HIDDEN int64_t rt_flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, int64_t vocab);
 
 /* ubg_flce's GEMMs: their names in variants ("generated", "openblas",
@@ -191,19 +194,22 @@ UBG_HIDDEN const char *rt_gemm_missing(rt_gemm g);
  * and shown by `ubgen plan flce.chunk`. */
 typedef struct {
   int64_t chunk;              /* rows per chunk */
-  const char *chunk_source;   /* "ubg_set_variant", "UBGEN_FLCE_CHUNK", "tuned" or "Liger's rule" */
+  const char *chunk_source;   /* "ubg_set_variant", "UBGEN_VARIANT", "tuned" or "Liger's rule" */
   rt_gemm gemm;               /* who runs the GEMMs (one that does not run the dtype is never chosen;
                                  one missing here makes ubg_flce refuse the call) */
-  const char *gemm_source;    /* "ubg_set_variant", "UBGEN_FLCE_GEMM", "tuned" or "default" */
+  const char *gemm_source;    /* "ubg_set_variant", "UBGEN_VARIANT", "tuned" or "default" */
+  const char *forced;         /* the forced name ("" none) */
   const ug_tune_entry *entry; /* ctx's tuning DB entry for the call's bucket and ub_bytes, or NULL */
   int64_t entry_chunk;        /* its chunk=N; 0 when its variant does not read as chunk=N[,gemm=B] */
   rt_gemm entry_gemm;         /* the gemm=B it names (RT_GEMM_GENERATED without one) */
 } rt_flce_choice;
 UBG_HIDDEN void rt_flce_choose(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, int64_t vocab,
                                rt_flce_choice *c);
-/* A tuning DB's flce.chunk variant, exactly "chunk=N", "chunk=N,gemm=openblas"
- * or "chunk=N,gemm=amx" with N in [1, RT_FLCE_MAX_CHUNK] written in plain
- * decimal: 0, or -1 for anything else (which ubg_flce ignores). */
+/* An flce.chunk variant: exactly "chunk=N", "chunk=N,gemm=openblas" or
+ * "chunk=N,gemm=amx" with N in [1, RT_FLCE_MAX_CHUNK] written in plain
+ * decimal (*chunk = N), or, forcing the GEMMs alone, "gemm=B" for any B
+ * (*chunk = 0): 0, or -1 for anything else (which ubg_flce ignores in a
+ * tuning DB, where only whole variants count). */
 enum { RT_FLCE_MAX_CHUNK = 1 << 30 };
 UBG_HIDDEN int rt_flce_parse_variant(const char *s, int64_t *chunk, rt_gemm *gemm);
 /* the build has OpenBLAS (make BLAS=openblas) */

@@ -43,16 +43,17 @@ static int64_t next_pow2(int64_t x) {
 /* ceil(a / b) for a >= 0, b >= 1, without forming a + b - 1 */
 static int64_t cdiv(int64_t a, int64_t b) { return a == 0 ? 0 : (a - 1) / b + 1; }
 
+static rt_composite flce_chunk;
+
 /* Liger's rule: chunk = next_pow2(cdiv(bt, cdiv(vocab, hidden))), so a chunk
  * of logits is about as large as x; never more rows than bt. Callers pass
  * validated sizes (bt >= 0, hidden and vocab >= 1). */
 int64_t rt_flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, int64_t vocab) {
-  int64_t c;
-  if (ctx && ctx->flce_chunk > 0) {
-    c = ctx->flce_chunk;
-  } else {
-    c = next_pow2(cdiv(bt, cdiv(vocab, hidden)));
-  }
+  int64_t c = next_pow2(cdiv(bt, cdiv(vocab, hidden))), n;
+  rt_gemm gemm;
+  char forced[64] = "";
+  if (ctx) rt_composite_forced(ctx, &flce_chunk, forced, sizeof forced, NULL);
+  if (*forced && rt_flce_parse_variant(forced, &n, &gemm) == 0 && n > 0) c = n;
   if (c > bt) c = bt;
   return c < 1 ? 1 : c;
 }
@@ -78,6 +79,15 @@ const char *rt_gemm_missing(rt_gemm g) {
 }
 
 int rt_flce_parse_variant(const char *s, int64_t *chunk, rt_gemm *gemm) {
+  if (!strncmp(s, "gemm=", 5)) { /* the GEMMs alone */
+    for (int g = RT_GEMM_GENERATED; g <= RT_GEMM_AMX; g++)
+      if (!strcmp(s + 5, rt_gemm_names[g])) {
+        *chunk = 0;
+        *gemm = (rt_gemm)g;
+        return 0;
+      }
+    return -1;
+  }
   if (strncmp(s, "chunk=", 6)) return -1;
   const char *d = s + 6;
   int64_t n = 0;
@@ -101,12 +111,15 @@ int rt_flce_parse_variant(const char *s, int64_t *chunk, rt_gemm *gemm) {
 }
 
 /* flce.chunk as a composite op: ubg_set_variant(ctx, "flce", "chunk",
- * "chunk=N[,gemm=openblas|amx]") forces a chunk (and the GEMMs) on ctx */
+ * "chunk=N[,gemm=openblas|amx]") forces a chunk and the GEMMs on ctx,
+ * "gemm=B" the GEMMs alone */
 static int check_chunk_variant(const char *name, char *why, size_t n) {
   int64_t chunk;
   rt_gemm gemm;
   if (rt_flce_parse_variant(name, &chunk, &gemm) < 0) {
-    snprintf(why, n, "its variants are chunk=N, chunk=N,gemm=openblas and chunk=N,gemm=amx, N from 1 to %d",
+    snprintf(why, n,
+             "its variants are chunk=N, chunk=N,gemm=openblas and chunk=N,gemm=amx, N from 1 to %d; gemm=B "
+             "(generated, openblas, amx) forces the GEMMs alone",
              RT_FLCE_MAX_CHUNK);
     return -1;
   }
@@ -120,41 +133,48 @@ static int check_chunk_variant(const char *name, char *why, size_t n) {
 static rt_composite flce_chunk = {"flce", "chunk", check_chunk_variant, 0, NULL};
 __attribute__((constructor)) static void register_flce_chunk(void) { rt_composite_register(&flce_chunk); }
 
-/* The rule, the environment and the tuning DB's entry for this call
+/* The rule, a forced variant and the tuning DB's entry for this call
  * (`ubgen tune flce.chunk`): kernel "flce", pass "chunk", the shape bucket
- * of (bt, hidden, vocab), variant "chunk=N" or "chunk=N,gemm=B". The
- * environment wins over the entry (UBGEN_FLCE_CHUNK, UBGEN_FLCE_GEMM), and
- * a variant forced with ubg_set_variant over both; a GEMM that does not run
- * the dtype is not chosen, and an entry naming one this build or CPU does
- * not have keeps the generated GEMMs. */
+ * of (bt, hidden, vocab), variant "chunk=N" or "chunk=N,gemm=B". A variant
+ * forced by ubg_set_variant or UBGEN_VARIANT wins over the entry: a whole
+ * one fixes both, "gemm=B" the GEMMs alone. A GEMM that does not run the
+ * dtype is not chosen, and an entry naming one this build or CPU does not
+ * have keeps the generated GEMMs. */
 void rt_flce_choose(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, int64_t vocab, rt_flce_choice *c) {
+  static _Thread_local char forced[64];
   memset(c, 0, sizeof *c);
-  c->chunk = rt_flce_chunk_rows(ctx, bt < 0 ? 0 : bt, hidden < 1 ? 1 : hidden, vocab < 1 ? 1 : vocab);
-  c->chunk_source = ctx->flce_chunk > 0 ? "UBGEN_FLCE_CHUNK" : "Liger's rule";
-  c->gemm = rt_gemm_runs(ctx->flce_gemm, dtype) ? ctx->flce_gemm : RT_GEMM_GENERATED;
-  c->gemm_source = ctx->flce_gemm_set ? "UBGEN_FLCE_GEMM" : "default";
-  char forced[64];
-  rt_composite_forced(ctx, &flce_chunk, forced, sizeof forced);
+  c->chunk = rt_flce_chunk_rows(NULL, bt < 0 ? 0 : bt, hidden < 1 ? 1 : hidden, vocab < 1 ? 1 : vocab);
+  c->chunk_source = "Liger's rule";
+  c->gemm = RT_GEMM_GENERATED;
+  c->gemm_source = "default";
+  const char *source;
+  rt_composite_forced(ctx, &flce_chunk, forced, sizeof forced, &source);
+  c->forced = forced;
   int64_t n;
   rt_gemm gemm;
+  bool chunk_forced = false, gemm_forced = false;
   if (*forced && rt_flce_parse_variant(forced, &n, &gemm) == 0) {
-    c->chunk = n < bt ? n : bt < 1 ? 1 : bt;
-    c->chunk_source = c->gemm_source = "ubg_set_variant";
+    c->gemm_source = source;
     c->gemm = rt_gemm_runs(gemm, dtype) ? gemm : RT_GEMM_GENERATED;
-    return;
+    gemm_forced = true;
+    if (n > 0) {
+      c->chunk = n < bt ? n : bt < 1 ? 1 : bt;
+      c->chunk_source = source;
+      chunk_forced = true;
+    }
   }
   if (!ctx->tunedb.n || bt < 1 || hidden < 1 || vocab < 1) return;
+  /* the entry, which a whole forced variant overrides (plan shows both) */
   const int64_t shape[3] = {ug_tune_bucket(bt), ug_tune_bucket(hidden), ug_tune_bucket(vocab)};
   static const char *const names[3] = {"bt", "hidden", "vocab"};
   c->entry = ug_tunedb_find(&ctx->tunedb, "flce", "chunk", (int)dtype, 3, names, shape, ctx->ub_bytes);
-  if (!c->entry || rt_flce_parse_variant(c->entry->variant, &n, &gemm) < 0) return;
+  if (!c->entry || rt_flce_parse_variant(c->entry->variant, &n, &gemm) < 0 || n == 0) return; /* whole variants only */
   c->entry_chunk = n;
   c->entry_gemm = gemm;
-  if (ctx->flce_chunk <= 0) {
-    c->chunk = n < bt ? n : bt;
-    c->chunk_source = "tuned";
-  }
-  if (!ctx->flce_gemm_set && rt_gemm_runs(gemm, dtype) && !rt_gemm_missing(gemm)) {
+  if (chunk_forced) return;
+  c->chunk = n < bt ? n : bt;
+  c->chunk_source = "tuned";
+  if (!gemm_forced && rt_gemm_runs(gemm, dtype) && !rt_gemm_missing(gemm)) {
     c->gemm = gemm;
     c->gemm_source = "tuned";
   }
@@ -439,7 +459,7 @@ static ubg_status validate(plan *p, const ubg_flce_opts *opts) {
 static ubg_status check_gemm(const plan *p) {
   const char *missing = rt_gemm_missing(p->gemm);
   if (missing)
-    return rt_fail(p->ce.ctx, UBG_EINVAL, "ubg_flce: UBGEN_FLCE_GEMM=%s, but %s", rt_gemm_names[p->gemm], missing);
+    return rt_fail(p->ce.ctx, UBG_EINVAL, "ubg_flce: gemm=%s, but %s", rt_gemm_names[p->gemm], missing);
   if (p->gemm == RT_GEMM_OPENBLAS && p->ce.bt > INT32_MAX)
     return rt_fail(p->ce.ctx, UBG_EINVAL, "ubg_flce: bt = %lld is above OpenBLAS's int", (long long)p->ce.bt);
   return UBG_OK;

@@ -39,8 +39,7 @@ static void scratch_setup(const char *name) {
   unsetenv("UBGEN_BACKEND");
   unsetenv("UBGEN_LOG");
   unsetenv("UBGEN_TUNING_DB");
-  unsetenv("UBGEN_FLCE_CHUNK");
-  unsetenv("UBGEN_FLCE_GEMM");
+  unsetenv("UBGEN_VARIANT");
   snprintf(scratch, sizeof scratch, "/tmp/ubgen_test_%s_XXXXXX", name);
   cr_assert_not_null(mkdtemp(scratch), "mkdtemp: %s", strerror(errno));
   char cache[300];

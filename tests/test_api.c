@@ -23,14 +23,18 @@ typedef struct {
 static ubg_ctx *ctx;
 static buffers b;
 
-static void setup(void) {
-  cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
+static void setup_buffers_only(void) {
   for (int i = 0; i < ROWS * COLS; i++) b.x[i] = (float)(i % 11) - 5.0f, b.dy[i] = (float)(i % 5) - 2.0f;
   for (int i = 0; i < COLS; i++) b.w[i] = 1.0f + 0.01f * (float)i;
   for (int i = 0; i < ROWS; i++) b.rstd[i] = 0.5f;
   memset(b.y, SENTINEL, sizeof b.y);
   memset(b.dx, SENTINEL, sizeof b.dx);
   memset(b.dw, SENTINEL, sizeof b.dw);
+}
+
+static void setup(void) {
+  cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
+  setup_buffers_only();
 }
 
 static void teardown(void) { ubg_ctx_destroy(ctx); }
@@ -168,6 +172,40 @@ Test(variants, set_variant_errors, .init = setup, .fini = teardown) {
   uint16_t xb[ROWS * COLS] = {0}, yb[ROWS * COLS];
   cr_assert_eq(fwd(UBG_BF16, ROWS, COLS, xb, NULL, 1e-6f, UBG_CAST_LLAMA, yb, b.rstd), UBG_OK);
   cr_assert_str_eq(ubg_ctx_last_variant(ctx), "rms_norm_fwd_bf16_d64_m32_n@aot");
+}
+
+/* UBGEN_VARIANT forces variants of any pass, kernel.pass=variant entries
+ * separated by ';', as ubg_set_variant does; ubg_set_variant replaces one
+ * later; a bad entry fails the context's creation, named */
+Test(variants, forced_from_the_environment) {
+  setenv("UBGEN_VARIANT", " rms_norm.fwd=rms_norm_fwd_f32_d1024_m1_t ;; flce.chunk=chunk=8 ", 1);
+  cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
+  unsetenv("UBGEN_VARIANT");
+  setup_buffers_only();
+  cr_assert_eq(fwd(UBG_F32, ROWS, COLS, b.x, b.w, 1e-6f, UBG_CAST_LLAMA, b.y, b.rstd), UBG_OK);
+  cr_assert_str_eq(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d1024_m1_t@aot");
+  float y_forced[ROWS * COLS];
+  memcpy(y_forced, b.y, sizeof b.y);
+  cr_assert_eq(ubg_set_variant(ctx, "rms_norm", "fwd", NULL), UBG_OK);
+  cr_assert_eq(fwd(UBG_F32, ROWS, COLS, b.x, b.w, 1e-6f, UBG_CAST_LLAMA, b.y, b.rstd), UBG_OK);
+  cr_assert_str_eq(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d64_m32_n@aot");
+  cr_assert(!memcmp(y_forced, b.y, sizeof b.y), "the forced variant's bits are the default's");
+  ubg_ctx_destroy(ctx);
+  static const char *const bad[][2] = {
+      {"rms_norm.fwd", "UBGEN_VARIANT entry \"rms_norm.fwd\" is not kernel.pass=variant"},
+      {"rms_norm=x", "is not kernel.pass=variant"},
+      {"rms_norm.fwd=rms_norm_fwd_f32_d17_m1_n", "UBGEN_VARIANT entry rms_norm.fwd=rms_norm_fwd_f32_d17_m1_n: "},
+      {"flce.chunk=chunk=0", "UBGEN_VARIANT entry flce.chunk=chunk=0: flce.chunk has no variant"},
+      {"nope.fwd=x", "UBGEN_VARIANT entry nope.fwd=x: "},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv("UBGEN_VARIANT", bad[i][0], 1);
+    ctx = NULL;
+    cr_assert_neq(ubg_ctx_create(NULL, &ctx), UBG_OK, "UBGEN_VARIANT=%s", bad[i][0]);
+    cr_assert_null(ctx);
+    cr_assert(strstr(ubg_ctx_error(NULL), bad[i][1]), "UBGEN_VARIANT=%s: %s", bad[i][0], ubg_ctx_error(NULL));
+  }
+  unsetenv("UBGEN_VARIANT");
 }
 
 /* ubg_prepare gets code ready without running it, says which code serves

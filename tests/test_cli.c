@@ -2160,36 +2160,37 @@ Test(cli, plan_flce_chunk_environment_wins_over_the_db) {
   char *db = write_flce_db("flce.json", NULL);
   char more[600];
   snprintf(more, sizeof more, "--db %s", db);
-  setenv("UBGEN_FLCE_CHUNK", "64", 1);
+  setenv("UBGEN_VARIANT", "flce.chunk=chunk=64", 1);
   json_t *j = plan_flce("f32", "bt=4000,hidden=1000,vocab=30000", more);
   cr_assert_eq(jint(j, "chunk"), 64);
-  cr_assert_str_eq(jstr(j, "source"), "UBGEN_FLCE_CHUNK");
-  cr_assert(strstr(jstr(j, "not_tuned"), "UBGEN_FLCE_CHUNK wins") && strstr(jstr(j, "not_tuned"), "chunk=32"), "%s",
-            jstr(j, "not_tuned"));
+  cr_assert_str_eq(jstr(j, "source"), "UBGEN_VARIANT");
+  cr_assert(strstr(jstr(j, "not_tuned"), "forced by UBGEN_VARIANT (flce.chunk=chunk=64) wins") &&
+                strstr(jstr(j, "not_tuned"), "chunk=32"),
+            "%s", jstr(j, "not_tuned"));
   cr_assert_eq(jint(j, "chunks"), 63);
   json_decref(j);
   /* and over the rule; never more than bt */
-  setenv("UBGEN_FLCE_CHUNK", "8192", 1);
+  setenv("UBGEN_VARIANT", "flce.chunk=chunk=8192", 1);
   j = plan_flce("bf16", "bt=100,hidden=64,vocab=64", "");
   cr_assert_eq(jint(j, "chunk"), 100);
-  cr_assert_str_eq(jstr(j, "source"), "UBGEN_FLCE_CHUNK");
+  cr_assert_str_eq(jstr(j, "source"), "UBGEN_VARIANT");
+  cr_assert(strstr(jstr(j, "why"), "at most bt"), "%s", jstr(j, "why"));
   json_decref(j);
   /* a bad value is refused as ubg_ctx_create refuses it */
-  setenv("UBGEN_FLCE_CHUNK", "lots", 1);
+  setenv("UBGEN_VARIANT", "flce.chunk=chunk=lots", 1);
   run_result r = ubgen("plan flce.chunk --dtype f32 --shape bt=1,hidden=1,vocab=1");
   assert_status(r, 2);
-  cr_assert(strstr(r.err, "UBGEN_FLCE_CHUNK") && strstr(r.err, "lots"), "%s", r.err);
+  cr_assert(strstr(r.err, "UBGEN_VARIANT entry flce.chunk=chunk=lots"), "%s", r.err);
   cr_assert_str_empty(r.out);
   run_free(&r);
-  unsetenv("UBGEN_FLCE_CHUNK");
-  /* UBGEN_FLCE_GEMM names the GEMMs */
-  setenv("UBGEN_FLCE_GEMM", "generated", 1);
+  /* gemm=B forces the GEMMs alone: the chunk stays the tuned one */
+  setenv("UBGEN_VARIANT", "flce.chunk=gemm=generated", 1);
   j = plan_flce("f32", "bt=4000,hidden=1000,vocab=30000", more);
   cr_assert_str_eq(jstr(j, "gemm"), "generated");
-  cr_assert_str_eq(jstr(j, "gemm_source"), "UBGEN_FLCE_GEMM");
+  cr_assert_str_eq(jstr(j, "gemm_source"), "UBGEN_VARIANT");
   cr_assert_str_eq(jstr(j, "source"), "tuned");
   json_decref(j);
-  unsetenv("UBGEN_FLCE_GEMM");
+  unsetenv("UBGEN_VARIANT");
   free(db);
 }
 

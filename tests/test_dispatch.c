@@ -204,10 +204,10 @@ Test(dispatch, flce_chunk_follows_the_db, .init = setup, .fini = teardown) {
             "another chunk, the same bits");
   flce_result outside = run_flce(bt, h, 1000); /* vocab bucket 1024: no entry */
   cr_assert(strstr(outside.variant, "(Liger's rule)"), "%s", outside.variant);
-  setenv("UBGEN_FLCE_CHUNK", "8", 1);
+  setenv("UBGEN_VARIANT", "flce.chunk=chunk=8", 1);
   flce_result env = run_flce(bt, h, v);
-  unsetenv("UBGEN_FLCE_CHUNK");
-  cr_assert(strstr(env.variant, ";chunk=8 (UBGEN_FLCE_CHUNK)"), "the environment wins: %s", env.variant);
+  unsetenv("UBGEN_VARIANT");
+  cr_assert(strstr(env.variant, ";chunk=8 (UBGEN_VARIANT)"), "the environment wins: %s", env.variant);
   write_flce_entry(128, 32, 512, "chunk=999"); /* more rows than the call has: all of them */
   flce_result all = run_flce(bt, h, v);
   cr_assert(strstr(all.variant, ";chunk=100 (tuned)"), "%s", all.variant);

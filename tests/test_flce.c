@@ -872,13 +872,13 @@ Test(flce_bitwise, gemm_variants, .timeout = 120 * TC_TIME_SCALE) {
   }
 }
 
-/* a context whose chunk is `rows` ($UBGEN_FLCE_CHUNK at creation) */
+/* a context whose chunk is `rows` (UBGEN_VARIANT at creation) */
 static ubg_ctx *chunk_ctx(int64_t rows, int threads) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "%lld", (long long)rows);
-  setenv("UBGEN_FLCE_CHUNK", buf, 1);
+  char buf[64];
+  snprintf(buf, sizeof buf, "flce.chunk=chunk=%lld", (long long)rows);
+  setenv("UBGEN_VARIANT", buf, 1);
   ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, threads);
-  unsetenv("UBGEN_FLCE_CHUNK");
+  unsetenv("UBGEN_VARIANT");
   return ctx;
 }
 
@@ -900,9 +900,9 @@ Test(flce_bitwise, chunk_sizes) {
       for (int j = 0; j < 5; j++) {
         ubg_ctx *ctx = chunk_ctx(chunks[j], j % 2 ? 2 : 1);
         const int64_t got_chunk = rt_flce_chunk_rows(ctx, c.bt, c.h, c.v);
-        cr_assert(got_chunk >= 1, "UBGEN_FLCE_CHUNK=%lld: chunk %lld", (long long)chunks[j], (long long)got_chunk);
+        cr_assert(got_chunk >= 1, "chunk=%lld: chunk %lld", (long long)chunks[j], (long long)got_chunk);
         if (chunks[j] <= c.bt)
-          cr_assert_eq(got_chunk, chunks[j], "UBGEN_FLCE_CHUNK=%lld not taken: chunk %lld", (long long)chunks[j],
+          cr_assert_eq(got_chunk, chunks[j], "UBGEN_VARIANT chunk=%lld not taken: chunk %lld", (long long)chunks[j],
                        (long long)got_chunk);
         bool dup = false;
         for (int q = 0; q < distinct; q++) dup |= seen[q] == got_chunk;
@@ -1422,16 +1422,18 @@ Test(flce_refuses, overlapping_outputs, .init = fx_setup, .fini = fx_teardown) {
   untouched();
 }
 
-/* the GEMM backend setting: a misspelt value is refused when the context
- * is made (a build without OpenBLAS refusing "openblas" is in
- * tests/noaot; its OpenBLAS side in tests/blas) */
+/* the GEMMs forced from the environment: a misspelt backend is refused
+ * when the context is made (a build without OpenBLAS refusing "openblas"
+ * is in tests/noaot; its OpenBLAS side in tests/blas) */
 Test(flce_refuses, gemm_backend_setting) {
-  setenv("UBGEN_FLCE_GEMM", "cublas", 1);
+  setenv("UBGEN_VARIANT", "flce.chunk=gemm=cublas", 1);
   ubg_ctx *ctx = NULL;
-  cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_EINVAL);
-  cr_assert(strstr(ubg_ctx_error(NULL), "UBGEN_FLCE_GEMM=\"cublas\""), "%s", ubg_ctx_error(NULL));
-  setenv("UBGEN_FLCE_GEMM", "openblas", 1);
+  cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_ENOTFOUND);
+  cr_assert(strstr(ubg_ctx_error(NULL), "UBGEN_VARIANT entry flce.chunk=gemm=cublas") &&
+                strstr(ubg_ctx_error(NULL), "forces the GEMMs alone"),
+            "%s", ubg_ctx_error(NULL));
+  setenv("UBGEN_VARIANT", "flce.chunk=gemm=generated", 1);
   cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
-  unsetenv("UBGEN_FLCE_GEMM");
+  unsetenv("UBGEN_VARIANT");
   ubg_ctx_destroy(ctx);
 }

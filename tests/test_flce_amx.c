@@ -215,7 +215,7 @@ Test(flce_amx, same_bits_on_one_and_two_threads) {
 }
 
 /* AMX runs bf16 only: f32 and f16 calls keep the generated GEMMs and their
- * bits, whether AMX comes by name or from UBGEN_FLCE_GEMM */
+ * bits when AMX is forced */
 Test(flce_amx, other_dtypes_keep_the_generated_gemms) {
   SKIP_WITHOUT_AMX();
   enum { BT = 9, H = 20, V = 70 };
@@ -241,27 +241,25 @@ Test(flce_amx, other_dtypes_keep_the_generated_gemms) {
   }
 }
 
-/* where there are no tiles, gemm=amx is refused by name, by ubg_set_variant
- * and (UBGEN_FLCE_GEMM=amx) by the bf16 call, which writes nothing */
+/* where there are no tiles, gemm=amx is refused by name: by
+ * ubg_set_variant, whole or alone, and from UBGEN_VARIANT when the context
+ * is made */
 Test(flce_amx, refused_without_amx) {
   if (rt_amx_available()) cr_skip_test("this CPU has AMX-BF16: the refusal cannot happen here");
   ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 0);
   cr_assert_eq(ubg_set_variant(ctx, "flce", "chunk", "chunk=16,gemm=amx"), UBG_ENOTFOUND);
   cr_assert(strstr(ubg_ctx_error(ctx), "gemm=amx, but this CPU has no AMX-BF16"), "%s", ubg_ctx_error(ctx));
+  cr_assert_eq(ubg_set_variant(ctx, "flce", "chunk", "gemm=amx"), UBG_ENOTFOUND);
+  cr_assert(strstr(ubg_ctx_error(ctx), "gemm=amx, but this CPU has no AMX-BF16"), "%s", ubg_ctx_error(ctx));
   ubg_ctx_destroy(ctx);
-  setenv("UBGEN_FLCE_GEMM", "amx", 1);
-  cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
-  unsetenv("UBGEN_FLCE_GEMM");
-  enum { BT = 3, H = 4, V = 5 };
-  uint16_t *x = tc_tensor(REF_BF16, BT * H, 0, 1, 41), *w = tc_tensor(REF_BF16, V * H, 0, 1, 42);
-  int64_t target[BT] = {0, 4, 2};
-  float loss = 7.0f;
-  ubg_flce_out out = {&loss, NULL, NULL, NULL, NULL, NULL, NULL};
-  cr_assert_eq(ubg_flce(ctx, UBG_BF16, BT, H, V, x, w, target, NULL, &out), UBG_EINVAL);
-  cr_assert(strstr(ubg_ctx_error(ctx), "UBGEN_FLCE_GEMM=amx, but this CPU has no AMX-BF16"), "%s", ubg_ctx_error(ctx));
-  cr_assert_eq(loss, 7.0f, "the loss was written");
-  ubg_ctx_destroy(ctx);
-  free(x), free(w);
+  setenv("UBGEN_VARIANT", "flce.chunk=gemm=amx", 1);
+  ctx = NULL;
+  cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_ENOTFOUND);
+  unsetenv("UBGEN_VARIANT");
+  cr_assert_null(ctx);
+  cr_assert(strstr(ubg_ctx_error(NULL), "UBGEN_VARIANT entry flce.chunk=gemm=amx") &&
+                strstr(ubg_ctx_error(NULL), "this CPU has no AMX-BF16"),
+            "%s", ubg_ctx_error(NULL));
 }
 
 /* a name that is no variant is refused with the list, on any CPU */

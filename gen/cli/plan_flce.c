@@ -1,7 +1,7 @@
 /* ubgen plan flce.chunk --dtype D --shape bt=N,hidden=N,vocab=N: what
  * ubg_flce would do for that call. The rows per chunk and where they come
- * from (UBGEN_FLCE_CHUNK, else the tuning DB's entry for the call's bucket
- * and UB budget, else Liger's rule), the GEMM backend, the number of chunks
+ * from (a variant forced by UBGEN_VARIANT, else the tuning DB's entry for
+ * the call's bucket and UB budget, else Liger's rule), the GEMM backend, the number of chunks
  * and the scratch a chunk costs. Not a spec'd pass: the answer is the
  * runtime's own (rt_flce_choose, rt_flce_scratch_sizes), asked in a context
  * created as an application would create one with this budget and DB, so
@@ -104,11 +104,12 @@ static void not_tuned(const ubg_ctx *ctx, const rt_flce_choice *ch, const char *
       }
     }
   } else if (ch->entry_chunk < 1) {
-    snprintf(why, n, "the tuning entry for bucket %s names \"%s\", which is not chunk=N or chunk=N,gemm=openblas "
-             "(N in plain decimal, 1 to 2^30)",
+    snprintf(why, n, "the tuning entry for bucket %s names \"%s\", which is not chunk=N, chunk=N,gemm=openblas "
+             "or chunk=N,gemm=amx (N in plain decimal, 1 to 2^30)",
              bucket, ch->entry->variant);
   } else {
-    snprintf(why, n, "UBGEN_FLCE_CHUNK wins over the tuning DB's %s for bucket %s", ch->entry->variant, bucket);
+    snprintf(why, n, "the variant forced by %s (flce.chunk=%s) wins over the tuning DB's %s for bucket %s",
+             ch->chunk_source, ch->forced, ch->entry->variant, bucket);
   }
 }
 
@@ -155,7 +156,7 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
   cfg.threads = 1; /* the chunk does not depend on it */
   cfg.tuning_db = db_path ? db_path : "/nonexistent/ubgen-plan-reads-no-db";
   ubg_ctx *ctx;
-  if (ubg_ctx_create(&cfg, &ctx) != UBG_OK) { /* e.g. UBGEN_FLCE_CHUNK=abc: ubg_flce's caller gets the same */
+  if (ubg_ctx_create(&cfg, &ctx) != UBG_OK) { /* e.g. UBGEN_VARIANT=flce.chunk=abc: an application gets the same */
     cli_error("plan: %s", ubg_ctx_error(NULL));
     return EXIT_USAGE;
   }
@@ -168,6 +169,9 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
   snprintf(shape, sizeof shape, "bt=%lld,hidden=%lld,vocab=%lld", (long long)bt, (long long)hidden, (long long)vocab);
   snprintf(bucket, sizeof bucket, "bt=%lld,hidden=%lld,vocab=%lld", (long long)bucket_v[0], (long long)bucket_v[1],
            (long long)bucket_v[2]);
+  int64_t forced_chunk = 0;
+  rt_gemm env = RT_GEMM_GENERATED; /* what the forced variant names */
+  if (*ch.forced) rt_flce_parse_variant(ch.forced, &forced_chunk, &env);
   const bool tuned = !strcmp(ch.chunk_source, "tuned");
   if (!tuned) not_tuned(ctx, &ch, db_path, db_load, db_warn, dtype, bucket_v, bucket, tuned_why, sizeof tuned_why);
   /* the rule's chunk is a power of two unless bt capped it */
@@ -178,9 +182,10 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
                      (long long)ch.entry->candidates);
     if (ch.entry_chunk > bt && l > 0 && (size_t)l < sizeof why)
       snprintf(why + l, sizeof why - (size_t)l, "; chunk=%lld, at most bt", (long long)ch.entry_chunk);
-  } else if (!strcmp(ch.chunk_source, "UBGEN_FLCE_CHUNK")) {
-    snprintf(why, sizeof why, "UBGEN_FLCE_CHUNK=%lld%s (Liger's rule would give %lld)", (long long)ctx->flce_chunk,
-             ctx->flce_chunk > bt ? ", at most bt" : "", (long long)rule);
+  } else if (strcmp(ch.chunk_source, "Liger's rule")) { /* forced */
+    snprintf(why, sizeof why, "forced by %s: flce.chunk=%s%s (Liger's rule would give %lld)", ch.chunk_source,
+             ch.forced, forced_chunk > bt ? ", at most bt" : "",
+             (long long)rule);
   } else {
     snprintf(why, sizeof why,
              "Liger's rule: next_pow2(ceil(bt / ceil(vocab / hidden))) = next_pow2(ceil(%lld / %lld))%s = %lld",
@@ -191,9 +196,8 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
   const char *missing = rt_gemm_missing(ch.gemm), *gemm = rt_gemm_names[ch.gemm];
   const bool refused = missing != NULL;
   char gemm_why[600];
-  if (!strcmp(ch.gemm_source, "UBGEN_FLCE_GEMM")) {
-    const rt_gemm env = ctx->flce_gemm;
-    int l = snprintf(gemm_why, sizeof gemm_why, "UBGEN_FLCE_GEMM=%s", rt_gemm_names[env]);
+  if (strcmp(ch.gemm_source, "default") && strcmp(ch.gemm_source, "tuned")) { /* forced */
+    int l = snprintf(gemm_why, sizeof gemm_why, "forced by %s: flce.chunk=%s", ch.gemm_source, ch.forced);
     if (refused)
       snprintf(gemm_why + l, sizeof gemm_why - (size_t)l, ", but %s: ubg_flce refuses the call", missing);
     else if (env != ch.gemm)
@@ -244,7 +248,7 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
       json_object_set_new(root, "accum_in_dtype_bytes", json_integer((json_int_t)sz_in.db_chunk));
     if (refused) {
       char err[300];
-      snprintf(err, sizeof err, "UBGEN_FLCE_GEMM=%s, but %s", gemm, missing);
+      snprintf(err, sizeof err, "gemm=%s, but %s", gemm, missing);
       json_object_set_new(root, "error", json_string(err));
     }
     char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15));

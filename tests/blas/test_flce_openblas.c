@@ -1,7 +1,8 @@
 /* ubg_flce with its GEMMs on OpenBLAS (make BLAS=openblas; here op_flce.c is
  * compiled that way and linked ahead of libubgen.a): the same results as the
  * double reference within f32 tolerance (not the generated GEMM's bits:
- * OpenBLAS sums in its own order), chosen by UBGEN_FLCE_GEMM, f32 only. */
+ * OpenBLAS sums in its own order), chosen by UBGEN_VARIANT's gemm=openblas
+ * (the GEMMs alone: the chunk is still Liger's rule), f32 only. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +11,10 @@
 #include "test_util.h"
 
 static ubg_ctx *blas_ctx(void) {
-  setenv("UBGEN_FLCE_GEMM", "openblas", 1);
+  setenv("UBGEN_VARIANT", "flce.chunk=gemm=openblas", 1);
   ubg_ctx *ctx;
   cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
-  unsetenv("UBGEN_FLCE_GEMM");
+  unsetenv("UBGEN_VARIANT");
   return ctx;
 }
 
