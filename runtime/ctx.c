@@ -90,7 +90,7 @@ void rt_composite_forced(const ubg_ctx *ctx, const rt_composite *c, char *out, s
 /* ubg_set_variant of a composite op: its check, then the name kept */
 static ubg_status set_composite(ubg_ctx *ctx, const rt_composite *c, const char *variant, bool from_env) {
   char why[200] = "too long";
-  if (variant && (strlen(variant) >= sizeof ctx->composite_forced[0] || c->check(variant, why, sizeof why) < 0))
+  if (variant && (strlen(variant) >= sizeof ctx->composite_forced[0] || c->check(ctx, variant, why, sizeof why) < 0))
     return rt_fail(ctx, UBG_ENOTFOUND, "%s.%s has no variant \"%.160s\" (%s)", c->kernel, c->pass, variant, why);
   pthread_mutex_lock(&ctx->lock);
   snprintf(ctx->composite_forced[c->index], sizeof ctx->composite_forced[0], "%s", variant ? variant : "");

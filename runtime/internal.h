@@ -102,14 +102,15 @@ struct ubg_ctx {
 
 /* ---- composite ops ----
  * An op that is not one spec'd pass but runs several (ubg_flce) has
- * variants of its own (its chunk, its GEMMs). Its typed wrapper registers
+ * variants of its own (its chunk, its GEMMs): the axes of a "composites"
+ * entry of its kernel's spec (ug_composite). Its typed wrapper registers
  * (kernel, pass) and a check of a variant's name at load time; then
  * ubg_set_variant forces one by name, as for any pass, and the wrapper
  * reads what is forced with rt_composite_forced. */
 typedef struct rt_composite {
   const char *kernel, *pass;
-  /* 0 when name is one of its variants; else -1 and why (a phrase) */
-  int (*check)(const char *name, char *why, size_t n);
+  /* 0 when name is one of its variants on ctx; else -1 and why (a phrase) */
+  int (*check)(const ubg_ctx *ctx, const char *name, char *why, size_t n);
   int index; /* its slot in ubg_ctx.composite_forced, set by rt_composite_register */
   struct rt_composite *next;
 } rt_composite;
@@ -144,6 +145,8 @@ UBG_HIDDEN void rt_aot_each(void (*fn)(const ubg_aot_table *t, void *ud), void *
 UBG_HIDDEN ubg_status rt_kernels_load(ubg_ctx *ctx);
 UBG_HIDDEN void rt_kernels_free(ubg_ctx *ctx);
 UBG_HIDDEN ubg_status rt_find_pass(const ubg_ctx *ctx, const char *kernel, const char *pass, rt_pass **out);
+/* ctx's spec of kernel `name`, or NULL (no message) */
+UBG_HIDDEN const ug_kernel *rt_find_kernel(const ubg_ctx *ctx, const char *name);
 
 /* ---- pools ---- */
 /* n arenas of ctx->ub_bytes (with a guard page after each in guard mode) */
@@ -182,6 +185,10 @@ UBG_HIDDEN size_t rt_flce_last_scratch_bytes(void);
  * chunk forced on ctx (ubg_set_variant, UBGEN_VARIANT), else (ctx NULL
  * too) Liger's rule; never more than bt */
 UBG_HIDDEN int64_t rt_flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, int64_t vocab);
+/* the rule alone: the default of the chunk axis of flce's composite "chunk"
+ * (Liger's rule in the shipped spec), at most bt, at least 1; bt where it
+ * overflows or flce (the kernel's spec) has no such composite */
+UBG_HIDDEN int64_t rt_flce_rule_rows(const ug_kernel *flce, int64_t bt, int64_t hidden, int64_t vocab);
 
 /* ubg_flce's GEMMs: their names in variants ("generated", "openblas",
  * "amx"); whether one runs a dtype (OpenBLAS f32, AMX bf16, the generated
@@ -194,7 +201,7 @@ UBG_HIDDEN const char *rt_gemm_missing(rt_gemm g);
  * and shown by `ubgen plan flce.chunk`. */
 typedef struct {
   int64_t chunk;              /* rows per chunk */
-  const char *chunk_source;   /* "ubg_set_variant", "UBGEN_VARIANT", "tuned" or "Liger's rule" */
+  const char *chunk_source;   /* "ubg_set_variant", "UBGEN_VARIANT", "tuned" or "spec rule" */
   rt_gemm gemm;               /* who runs the GEMMs (one that does not run the dtype is never chosen;
                                  one missing here makes ubg_flce refuse the call) */
   const char *gemm_source;    /* "ubg_set_variant", "UBGEN_VARIANT", "tuned" or "default" */
@@ -205,13 +212,12 @@ typedef struct {
 } rt_flce_choice;
 UBG_HIDDEN void rt_flce_choose(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, int64_t vocab,
                                rt_flce_choice *c);
-/* An flce.chunk variant: exactly "chunk=N", "chunk=N,gemm=openblas" or
- * "chunk=N,gemm=amx" with N in [1, RT_FLCE_MAX_CHUNK] written in plain
- * decimal (*chunk = N), or, forcing the GEMMs alone, "gemm=B" for any B
- * (*chunk = 0): 0, or -1 for anything else (which ubg_flce ignores in a
- * tuning DB, where only whole variants count). */
-enum { RT_FLCE_MAX_CHUNK = 1 << 30 };
-UBG_HIDDEN int rt_flce_parse_variant(const char *s, int64_t *chunk, rt_gemm *gemm);
+/* An flce.chunk variant, as the flce spec's composite "chunk" spells it
+ * (ug_comp_parse): "chunk=N", "chunk=N,gemm=openblas" or "chunk=N,gemm=amx"
+ * (*chunk = N), or, forcing the GEMMs alone, "gemm=B" (*chunk = 0): 0, or
+ * -1 for anything else (which ubg_flce ignores in a tuning DB, where only
+ * whole variants count) and when ctx's flce spec has no such composite. */
+UBG_HIDDEN int rt_flce_parse_variant(const ubg_ctx *ctx, const char *s, int64_t *chunk, rt_gemm *gemm);
 /* the build has OpenBLAS (make BLAS=openblas) */
 UBG_HIDDEN extern const bool rt_have_openblas;
 

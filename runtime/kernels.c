@@ -141,3 +141,9 @@ ubg_status rt_find_pass(const ubg_ctx *ctx, const char *kernel, const char *pass
                  "ubg_config.spec_path, the directories of its spec)",
                  kernel, names[0] ? names : "none");
 }
+
+const ug_kernel *rt_find_kernel(const ubg_ctx *ctx, const char *name) {
+  for (int i = 0; ctx && name && i < ctx->nkernels; i++)
+    if (!strcmp(ctx->kernels[i].spec->name, name)) return ctx->kernels[i].spec;
+  return NULL;
+}

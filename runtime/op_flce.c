@@ -31,29 +31,51 @@
 static _Thread_local size_t last_scratch;
 size_t rt_flce_last_scratch_bytes(void) { return last_scratch; }
 
-/* the least power of two >= x; x itself above 2^62, where the next one
- * is not an int64_t (the caller caps the chunk at bt anyway) */
-static int64_t next_pow2(int64_t x) {
-  if (x > INT64_C(1) << 62) return x;
-  int64_t p = 1;
-  while (p < x) p <<= 1;
-  return p;
-}
-
-/* ceil(a / b) for a >= 0, b >= 1, without forming a + b - 1 */
-static int64_t cdiv(int64_t a, int64_t b) { return a == 0 ? 0 : (a - 1) / b + 1; }
-
 static rt_composite flce_chunk;
 
-/* Liger's rule: chunk = next_pow2(cdiv(bt, cdiv(vocab, hidden))), so a chunk
- * of logits is about as large as x; never more rows than bt. Callers pass
- * validated sizes (bt >= 0, hidden and vocab >= 1). */
+/* The flce spec's composite "chunk" as ctx serves it, when it is the one
+ * this wrapper runs: first an integer axis (the rows per chunk, whose
+ * default is the rule), then a named axis "gemm" of GEMMs it knows
+ * (rt_gemm_names). NULL otherwise, with why. sh gets the kernel's shape
+ * (its names in its order) for bt, hidden, vocab. */
+static const ug_composite *chunk_spec(const ug_kernel *k, int64_t bt, int64_t hidden, int64_t vocab, int64_t *sh,
+                                      char *why, size_t n) {
+  const ug_composite *c = ug_spec_composite(k, "chunk");
+  if (!c || c->naxes != 2 || c->axes[0].values || !c->axes[1].values || strcmp(c->axes[1].name, "gemm")) {
+    if (why) snprintf(why, n, "the flce spec%s declares no composite \"chunk\" with an integer axis and a \"gemm\" axis",
+                      k ? "" : " is not loaded: it");
+    return NULL;
+  }
+  for (int i = 0; i < c->axes[1].nvalues; i++) {
+    int g = 0;
+    while (g < 3 && strcmp(c->axes[1].values[i], rt_gemm_names[g])) g++;
+    if (g == 3 || g != i) {
+      if (why) snprintf(why, n, "the flce spec's gemm values must be generated, openblas, amx (in that order), not \"%s\"",
+                        c->axes[1].values[i]);
+      return NULL;
+    }
+  }
+  for (int i = 0; sh && i < k->nshape; i++)
+    sh[i] = !strcmp(k->shape[i], "bt") ? bt : !strcmp(k->shape[i], "hidden") ? hidden : !strcmp(k->shape[i], "vocab") ? vocab : 0;
+  return c;
+}
+
+int64_t rt_flce_rule_rows(const ug_kernel *flce, int64_t bt, int64_t hidden, int64_t vocab) {
+  int64_t c = bt, sh[8], n;
+  const ug_composite *comp = chunk_spec(flce, bt, hidden, vocab, sh, NULL, 0);
+  if (comp && ug_comp_default(&comp->axes[0], sh, &n) == 0) c = n;
+  if (c > bt) c = bt;
+  return c < 1 ? 1 : c;
+}
+
+/* Rows per chunk without a tuning DB: the variant forced on ctx, else the
+ * rule (rule_rows) */
 int64_t rt_flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, int64_t vocab) {
-  int64_t c = next_pow2(cdiv(bt, cdiv(vocab, hidden))), n;
+  int64_t c = rt_flce_rule_rows(rt_find_kernel(ctx, "flce"), bt, hidden, vocab), n;
   rt_gemm gemm;
   char forced[64] = "";
   if (ctx) rt_composite_forced(ctx, &flce_chunk, forced, sizeof forced, NULL);
-  if (*forced && rt_flce_parse_variant(forced, &n, &gemm) == 0 && n > 0) c = n;
+  if (*forced && rt_flce_parse_variant(ctx, forced, &n, &gemm) == 0 && n > 0) c = n;
   if (c > bt) c = bt;
   return c < 1 ? 1 : c;
 }
@@ -78,49 +100,30 @@ const char *rt_gemm_missing(rt_gemm g) {
   return NULL;
 }
 
-int rt_flce_parse_variant(const char *s, int64_t *chunk, rt_gemm *gemm) {
-  if (!strncmp(s, "gemm=", 5)) { /* the GEMMs alone */
-    for (int g = RT_GEMM_GENERATED; g <= RT_GEMM_AMX; g++)
-      if (!strcmp(s + 5, rt_gemm_names[g])) {
-        *chunk = 0;
-        *gemm = (rt_gemm)g;
-        return 0;
-      }
-    return -1;
-  }
-  if (strncmp(s, "chunk=", 6)) return -1;
-  const char *d = s + 6;
-  int64_t n = 0;
-  int digits = 0;
-  for (; *d >= '0' && *d <= '9'; d++, digits++) {
-    if (digits == 0 && *d == '0') return -1; /* no leading zero, so no two spellings of one chunk */
-    n = n * 10 + (*d - '0');
-    if (n > RT_FLCE_MAX_CHUNK) return -1;
-  }
-  if (digits == 0) return -1;
-  rt_gemm g = RT_GEMM_GENERATED;
-  if (*d) { /* ",gemm=B" for B other than the default */
-    if (strncmp(d, ",gemm=", 6)) return -1;
-    for (g = RT_GEMM_OPENBLAS; g <= RT_GEMM_AMX && strcmp(d + 6, rt_gemm_names[g]); g++) {
-    }
-    if (g > RT_GEMM_AMX) return -1;
-  }
-  *chunk = n;
-  *gemm = g;
+int rt_flce_parse_variant(const ubg_ctx *ctx, const char *s, int64_t *chunk, rt_gemm *gemm) {
+  const ug_composite *c = chunk_spec(rt_find_kernel(ctx, "flce"), 0, 0, 0, NULL, NULL, 0);
+  int64_t v[8];
+  bool given[8];
+  if (!c || ug_comp_parse(c, s, v, given) < 0) return -1;
+  *chunk = given[0] ? v[0] : 0;
+  *gemm = (rt_gemm)v[1];
   return 0;
 }
 
 /* flce.chunk as a composite op: ubg_set_variant(ctx, "flce", "chunk",
  * "chunk=N[,gemm=openblas|amx]") forces a chunk and the GEMMs on ctx,
  * "gemm=B" the GEMMs alone */
-static int check_chunk_variant(const char *name, char *why, size_t n) {
+static int check_chunk_variant(const ubg_ctx *ctx, const char *name, char *why, size_t n) {
   int64_t chunk;
   rt_gemm gemm;
-  if (rt_flce_parse_variant(name, &chunk, &gemm) < 0) {
+  const ug_composite *c = chunk_spec(rt_find_kernel(ctx, "flce"), 0, 0, 0, NULL, why, n);
+  if (!c) return -1;
+  if (rt_flce_parse_variant(ctx, name, &chunk, &gemm) < 0) {
+    const ug_comp_axis *a = &c->axes[0];
     snprintf(why, n,
-             "its variants are chunk=N, chunk=N,gemm=openblas and chunk=N,gemm=amx, N from 1 to %d; gemm=B "
+             "its variants are %s=N, %s=N,gemm=openblas and %s=N,gemm=amx, N from %lld to %lld; gemm=B "
              "(generated, openblas, amx) forces the GEMMs alone",
-             RT_FLCE_MAX_CHUNK);
+             a->name, a->name, a->name, (long long)a->min, (long long)a->max);
     return -1;
   }
   const char *missing = rt_gemm_missing(gemm);
@@ -143,8 +146,8 @@ __attribute__((constructor)) static void register_flce_chunk(void) { rt_composit
 void rt_flce_choose(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, int64_t vocab, rt_flce_choice *c) {
   static _Thread_local char forced[64];
   memset(c, 0, sizeof *c);
-  c->chunk = rt_flce_chunk_rows(NULL, bt < 0 ? 0 : bt, hidden < 1 ? 1 : hidden, vocab < 1 ? 1 : vocab);
-  c->chunk_source = "Liger's rule";
+  c->chunk = rt_flce_rule_rows(rt_find_kernel(ctx, "flce"), bt < 0 ? 0 : bt, hidden < 1 ? 1 : hidden, vocab < 1 ? 1 : vocab);
+  c->chunk_source = "spec rule";
   c->gemm = RT_GEMM_GENERATED;
   c->gemm_source = "default";
   const char *source;
@@ -153,7 +156,7 @@ void rt_flce_choose(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hid
   int64_t n;
   rt_gemm gemm;
   bool chunk_forced = false, gemm_forced = false;
-  if (*forced && rt_flce_parse_variant(forced, &n, &gemm) == 0) {
+  if (*forced && rt_flce_parse_variant(ctx, forced, &n, &gemm) == 0) {
     c->gemm_source = source;
     c->gemm = rt_gemm_runs(gemm, dtype) ? gemm : RT_GEMM_GENERATED;
     gemm_forced = true;
@@ -168,7 +171,7 @@ void rt_flce_choose(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hid
   const int64_t shape[3] = {ug_tune_bucket(bt), ug_tune_bucket(hidden), ug_tune_bucket(vocab)};
   static const char *const names[3] = {"bt", "hidden", "vocab"};
   c->entry = ug_tunedb_find(&ctx->tunedb, "flce", "chunk", (int)dtype, 3, names, shape, ctx->ub_bytes);
-  if (!c->entry || rt_flce_parse_variant(c->entry->variant, &n, &gemm) < 0 || n == 0) return; /* whole variants only */
+  if (!c->entry || rt_flce_parse_variant(ctx, c->entry->variant, &n, &gemm) < 0 || n == 0) return; /* whole variants only */
   c->entry_chunk = n;
   c->entry_gemm = gemm;
   if (chunk_forced) return;
@@ -527,6 +530,9 @@ ubg_status ubg_flce(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, i
   ubg_status s = validate(&p, opts);
   if (s) return s;
   /* the chunk only now: its rule does arithmetic on the sizes */
+  char why[300];
+  if (!chunk_spec(rt_find_kernel(ctx, "flce"), bt, hidden, vocab, NULL, why, sizeof why))
+    return rt_fail(ctx, UBG_EINVAL, "ubg_flce: %s", why);
   rt_flce_choice choice;
   rt_flce_choose(ctx, dtype, bt, hidden, vocab, &choice);
   p.chunk = choice.chunk;

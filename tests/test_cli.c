@@ -431,6 +431,37 @@ Test(cli, list_rms_norm_rows_and_summary_agree) {
   run_free(&r);
 }
 
+/* a composite op is listed with its axes, from its spec */
+Test(cli, list_shows_the_composite_ops_axes) {
+  run_result r = ubgen("list --kernel flce");
+  assert_status(r, 0);
+  cr_assert(strstr(r.out, "flce.chunk  (composite op") &&
+                strstr(r.out, "chunk    an integer in [1, 1073741824], by default next_pow2(cdiv(bt, cdiv(vocab, hidden)))") &&
+                strstr(r.out, "gemm     generated (default), openblas, amx"),
+            "%s", r.out);
+  run_free(&r);
+  r = ubgen("list --kernel flce --json");
+  assert_status(r, 0);
+  json_error_t e;
+  json_t *j = json_loads(r.out, 0, &e);
+  cr_assert_not_null(j, "%s", e.text);
+  json_t *c = json_array_get(json_object_get(j, "composites"), 0);
+  cr_assert_str_eq(json_string_value(json_object_get(c, "name")), "chunk");
+  json_t *axes = json_object_get(c, "axes");
+  cr_assert_eq(json_array_size(axes), 2);
+  cr_assert_str_eq(json_string_value(json_object_get(json_array_get(axes, 0), "default")),
+                   "next_pow2(cdiv(bt, cdiv(vocab, hidden)))");
+  cr_assert_eq(json_array_size(json_object_get(json_array_get(axes, 1), "values")), 3);
+  json_decref(j);
+  run_free(&r);
+  r = ubgen("list --kernel rms_norm --json");
+  assert_status(r, 0);
+  j = json_loads(r.out, 0, &e);
+  cr_assert_eq(json_array_size(json_object_get(j, "composites")), 0, "rms_norm has none");
+  json_decref(j);
+  run_free(&r);
+}
+
 Test(cli, list_dtype_filters_rows) {
   run_result all = ubgen("list --kernel rms_norm");
   run_result f32 = ubgen("list --kernel rms_norm --dtype f32");
@@ -2024,7 +2055,7 @@ Test(cli, plan_flce_chunk_without_a_db_is_ligers_rule) {
       json_t *j = plan_flce(dt, shape, "");
       cr_assert_eq(jint(j, "chunk"), want, "%s %s", dt, shape);
       cr_assert_eq(jint(j, "rule_chunk"), want, "%s %s", dt, shape);
-      cr_assert_str_eq(jstr(j, "source"), "Liger's rule");
+      cr_assert_str_eq(jstr(j, "source"), "spec rule");
       cr_assert(strstr(jstr(j, "not_tuned"), "no tuning DB"), "%s", jstr(j, "not_tuned"));
       cr_assert_str_eq(jstr(j, "gemm"), "generated");
       cr_assert_eq(jint(j, "chunks"), (bt + want - 1) / want);
@@ -2040,7 +2071,7 @@ Test(cli, plan_flce_chunk_without_a_db_is_ligers_rule) {
   cr_assert_eq(ligers_chunk(4096, 1024, 32768), 128);
   run_result r = ubgen("plan flce.chunk --dtype bf16 --shape bt=4096,hidden=1024,vocab=32768");
   assert_status(r, 0);
-  cr_assert(strstr(r.out, "chunk     128 rows  (Liger's rule") && strstr(r.out, "chunks    32 of 128 rows"), "%s",
+  cr_assert(strstr(r.out, "chunk     128 rows  (spec rule") && strstr(r.out, "chunks    32 of 128 rows"), "%s",
             r.out);
   cr_assert_str_empty(r.err);
   run_free(&r);
@@ -2076,7 +2107,7 @@ Test(cli, plan_flce_chunk_ignores_malformed_entries) {
     char more[600];
     snprintf(more, sizeof more, "--db %s", db);
     json_t *j = plan_flce("f32", "bt=4000,hidden=1000,vocab=30000", more);
-    cr_assert_str_eq(jstr(j, "source"), "Liger's rule", "entry \"%s\"", bad[i]);
+    cr_assert_str_eq(jstr(j, "source"), "spec rule", "entry \"%s\"", bad[i]);
     cr_assert(strstr(jstr(j, "not_tuned"), "which is not chunk=N"), "entry \"%s\": %s", bad[i],
               jstr(j, "not_tuned"));
     json_decref(j);
@@ -2133,7 +2164,7 @@ Test(cli, plan_flce_chunk_follows_the_tuning_db) {
     char m[700];
     snprintf(m, sizeof m, "%s %s", more, miss[i][2]);
     j = plan_flce(miss[i][0], miss[i][1], m);
-    cr_assert_str_eq(jstr(j, "source"), "Liger's rule", "%s %s %s", miss[i][0], miss[i][1], miss[i][2]);
+    cr_assert_str_eq(jstr(j, "source"), "spec rule", "%s %s %s", miss[i][0], miss[i][1], miss[i][2]);
     cr_assert(strstr(jstr(j, "not_tuned"), "no tuning entry"), "%s", jstr(j, "not_tuned"));
     json_decref(j);
   }
@@ -2147,7 +2178,7 @@ Test(cli, plan_flce_chunk_follows_the_tuning_db) {
     assert_status(r, 0);
     cr_assert(strstr(r.err, "warning") && strstr(r.err, bad[i]), "%s", r.err);
     j = parse_json(r.out);
-    cr_assert_str_eq(jstr(j, "source"), "Liger's rule");
+    cr_assert_str_eq(jstr(j, "source"), "spec rule");
     cr_assert(strstr(jstr(j, "not_tuned"), "unusable") && strstr(jstr(j, "not_tuned"), bad[i]), "%s",
               jstr(j, "not_tuned"));
     json_decref(j);

@@ -1163,7 +1163,7 @@ Test(flce_bitwise, chunk_forced_by_name) {
   fin in = make_inputs(&c);
   ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 0);
   fout want = run_plain(ctx, &c, &in, "default chunk");
-  cr_assert(strstr(ubg_ctx_last_variant(ctx), "(Liger's rule)"), "%s", ubg_ctx_last_variant(ctx));
+  cr_assert(strstr(ubg_ctx_last_variant(ctx), "(spec rule)"), "%s", ubg_ctx_last_variant(ctx));
   cr_assert_eq(ubg_set_variant(ctx, "flce", "chunk", "chunk=5"), UBG_OK, "%s", ubg_ctx_error(ctx));
   fout o = run_plain(ctx, &c, &in, "forced chunk");
   cr_assert(strstr(ubg_ctx_last_variant(ctx), ";chunk=5 (ubg_set_variant)"), "%s", ubg_ctx_last_variant(ctx));
@@ -1177,7 +1177,7 @@ Test(flce_bitwise, chunk_forced_by_name) {
   }
   cr_assert_eq(ubg_set_variant(ctx, "flce", "chunk", NULL), UBG_OK);
   o = run_plain(ctx, &c, &in, "cleared");
-  cr_assert(strstr(ubg_ctx_last_variant(ctx), "(Liger's rule)"), "cleared: %s", ubg_ctx_last_variant(ctx));
+  cr_assert(strstr(ubg_ctx_last_variant(ctx), "(spec rule)"), "cleared: %s", ubg_ctx_last_variant(ctx));
   free_out(&o);
   free_out(&want);
   free_inputs(&in);
@@ -1390,12 +1390,17 @@ Test(flce_refuses, huge_sizes_before_any_arithmetic, .init = fx_setup, .fini = f
       refused(ubg_flce(fx.ctx, (ubg_dtype)dt, cases[i].bt, cases[i].hidden, cases[i].vocab, fx.x, fx.w, fx.t, &fx.o,
                        &fx.out),
               UBG_EINVAL, cases[i].needle);
-  /* the chunk rule itself at the extremes of what validation lets through */
-  cr_assert_eq(rt_flce_chunk_rows(NULL, INT64_MAX, 1, 1), INT64_MAX);
-  cr_assert_eq(rt_flce_chunk_rows(NULL, two62 + 1, 16, 16), two62 + 1);
-  cr_assert_eq(rt_flce_chunk_rows(NULL, 4, INT32_MAX, 16), 4);
-  cr_assert_eq(rt_flce_chunk_rows(NULL, 4, 1, INT32_MAX), 1);
-  cr_assert_eq(rt_flce_chunk_rows(NULL, 0, 1, 1), 1);
+  /* the chunk rule itself (the spec's expression) at the extremes of what
+   * validation lets through: where it overflows, all rows */
+  cr_assert_eq(rt_flce_chunk_rows(fx.ctx, INT64_MAX, 1, 1), INT64_MAX);
+  cr_assert_eq(rt_flce_chunk_rows(fx.ctx, two62 + 1, 16, 16), two62 + 1);
+  cr_assert_eq(rt_flce_chunk_rows(fx.ctx, two62, 16, 16), two62);
+  cr_assert_eq(rt_flce_chunk_rows(fx.ctx, 4, INT32_MAX, 16), 4);
+  cr_assert_eq(rt_flce_chunk_rows(fx.ctx, 4, 1, INT32_MAX), 1);
+  cr_assert_eq(rt_flce_chunk_rows(fx.ctx, 0, 1, 1), 1);
+  cr_assert_eq(rt_flce_chunk_rows(fx.ctx, 100, 32, 300), 16);
+  /* without a context no spec says the rule: one chunk of every row */
+  cr_assert_eq(rt_flce_chunk_rows(NULL, 100, 32, 300), 100);
 }
 
 Test(flce_refuses, overlapping_outputs, .init = fx_setup, .fini = fx_teardown) {

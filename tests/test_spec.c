@@ -1003,3 +1003,65 @@ Test(spec_errors, variant_names_never_collide) {
   free(vs);
   ug_spec_free(k);
 }
+
+/* FLCE's composite op "chunk" as its spec declares it: the rule as an
+ * expression over the shape, and the one spelling of each variant */
+Test(spec, flce_composite_axes_and_names) {
+  ug_diag d;
+  ug_kernel *k = ug_spec_load_file(UBGEN_SRC "/specs/flce.json", &d);
+  cr_assert_not_null(k, "%s", d.text);
+  cr_assert_null(ug_spec_composite(k, "nope"));
+  const ug_composite *c = ug_spec_composite(k, "chunk");
+  cr_assert_not_null(c);
+  cr_assert_eq(c->naxes, 2);
+  cr_assert_str_eq(c->axes[0].name, "chunk");
+  cr_assert_str_eq(c->axes[1].name, "gemm");
+  cr_assert_eq(c->axes[1].nvalues, 3);
+  /* Liger's rule, next_pow2(ceil(bt / ceil(vocab / hidden))), at a few shapes */
+  const int64_t shapes[][4] = {{4096, 1024, 32768, 128}, {100, 32, 300, 16}, {7, 100, 50, 8}, {0, 1, 1, 1},
+                               {1000, 4096, 128256, 32}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    int64_t v = -1;
+    cr_assert_eq(ug_comp_default(&c->axes[0], shapes[i], &v), 0);
+    cr_assert_eq(v, shapes[i][3], "bt=%lld hidden=%lld vocab=%lld: %lld", (long long)shapes[i][0],
+                 (long long)shapes[i][1], (long long)shapes[i][2], (long long)v);
+  }
+  const int64_t huge[3] = {INT64_MAX, 1, 1};
+  int64_t v = -1;
+  cr_assert_eq(ug_comp_default(&c->axes[0], huge, &v), -1, "next_pow2 past 2^62 is an overflow");
+  cr_assert_eq(v, -1);
+  cr_assert_eq(ug_comp_default(&c->axes[1], huge, &v), -1, "a named axis has no expression");
+
+  int64_t val[2];
+  bool given[2];
+  const struct {
+    const char *name;
+    int64_t chunk, gemm;
+    bool chunk_given, gemm_given;
+  } good[] = {{"chunk=256", 256, 0, true, false},   {"chunk=256,gemm=amx", 256, 2, true, true},
+              {"chunk=1", 1, 0, true, false},       {"chunk=1073741824,gemm=openblas", 1073741824, 1, true, true},
+              {"gemm=openblas", 0, 1, false, true}, {"gemm=generated", 0, 0, false, true}};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    cr_assert_eq(ug_comp_parse(c, good[i].name, val, given), 0, "%s", good[i].name);
+    cr_assert(given[0] == good[i].chunk_given && given[1] == good[i].gemm_given, "%s", good[i].name);
+    cr_assert(val[0] == good[i].chunk && val[1] == good[i].gemm, "%s: %lld %lld", good[i].name, (long long)val[0],
+              (long long)val[1]);
+  }
+  const char *bad[] = {"",
+                       "chunk=0",
+                       "chunk=08",
+                       "chunk=+8",
+                       "chunk=1073741825",
+                       "chunk=99999999999999999999999",
+                       "chunk=256,gemm=generated", /* a whole name does not write a default */
+                       "gemm=amx,chunk=8",         /* axis order */
+                       "chunk=8,chunk=9",
+                       "chunk=8,",
+                       "chunks=8",
+                       "chunk",
+                       "gemm=cublas",
+                       ",gemm=amx"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    cr_assert_eq(ug_comp_parse(c, bad[i], val, given), -1, "\"%s\" taken", bad[i]);
+  ug_spec_free(k);
+}

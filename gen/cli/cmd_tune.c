@@ -452,8 +452,8 @@ static int tune_flce(tuner *T, const ug_kernel *flce) {
     for (int i = 0; i < (shapes ? nshapes : cli_flce_ntune_shapes) && !rc; i++)
       if (take_unit(T)) {
         const cli_flce_shape sh = shapes ? shapes[i] : cli_flce_tune_shapes[i];
-        if (!T->counting) rc = cli_tune_flce_chunk(&sink, dt, sh, reps);
-        else T->floor += cli_flce_chunk_floor(dt, sh, reps, cli_cores(), &T->candidates);
+        if (!T->counting) rc = cli_tune_flce_chunk(&sink, flce, dt, sh, reps);
+        else T->floor += cli_flce_chunk_floor(flce, dt, sh, reps, cli_cores(), &T->candidates);
       }
   }
   free(shapes);

@@ -1,7 +1,8 @@
 /* ubgen plan flce.chunk --dtype D --shape bt=N,hidden=N,vocab=N: what
  * ubg_flce would do for that call. The rows per chunk and where they come
  * from (a variant forced by UBGEN_VARIANT, else the tuning DB's entry for
- * the call's bucket and UB budget, else Liger's rule), the GEMM backend, the number of chunks
+ * the call's bucket and UB budget, else the rule the flce spec declares,
+ * Liger's as shipped), the GEMM backend, the number of chunks
  * and the scratch a chunk costs. Not a spec'd pass: the answer is the
  * runtime's own (rt_flce_choose, rt_flce_scratch_sizes), asked in a context
  * created as an application would create one with this budget and DB, so
@@ -162,7 +163,9 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
   }
   rt_flce_choice ch;
   rt_flce_choose(ctx, (ubg_dtype)dtype, bt, hidden, vocab, &ch);
-  const int64_t rule = rt_flce_chunk_rows(NULL, bt, hidden, vocab);
+  const ug_kernel *spec = rt_find_kernel(ctx, "flce");
+  const ug_composite *comp = ug_spec_composite(spec, "chunk");
+  const int64_t rule = rt_flce_rule_rows(spec, bt, hidden, vocab);
 
   const int64_t bucket_v[3] = {ug_tune_bucket(bt), ug_tune_bucket(hidden), ug_tune_bucket(vocab)};
   char shape[160], bucket[160], why[700], tuned_why[1400] = "";
@@ -171,7 +174,7 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
            (long long)bucket_v[2]);
   int64_t forced_chunk = 0;
   rt_gemm env = RT_GEMM_GENERATED; /* what the forced variant names */
-  if (*ch.forced) rt_flce_parse_variant(ch.forced, &forced_chunk, &env);
+  if (*ch.forced) rt_flce_parse_variant(ctx, ch.forced, &forced_chunk, &env);
   const bool tuned = !strcmp(ch.chunk_source, "tuned");
   if (!tuned) not_tuned(ctx, &ch, db_path, db_load, db_warn, dtype, bucket_v, bucket, tuned_why, sizeof tuned_why);
   /* the rule's chunk is a power of two unless bt capped it */
@@ -182,14 +185,13 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
                      (long long)ch.entry->candidates);
     if (ch.entry_chunk > bt && l > 0 && (size_t)l < sizeof why)
       snprintf(why + l, sizeof why - (size_t)l, "; chunk=%lld, at most bt", (long long)ch.entry_chunk);
-  } else if (strcmp(ch.chunk_source, "Liger's rule")) { /* forced */
-    snprintf(why, sizeof why, "forced by %s: flce.chunk=%s%s (Liger's rule would give %lld)", ch.chunk_source,
+  } else if (strcmp(ch.chunk_source, "spec rule")) { /* forced */
+    snprintf(why, sizeof why, "forced by %s: flce.chunk=%s%s (the spec's rule would give %lld)", ch.chunk_source,
              ch.forced, forced_chunk > bt ? ", at most bt" : "",
              (long long)rule);
   } else {
-    snprintf(why, sizeof why,
-             "Liger's rule: next_pow2(ceil(bt / ceil(vocab / hidden))) = next_pow2(ceil(%lld / %lld))%s = %lld",
-             (long long)bt, (long long)cdiv(vocab, hidden), rule_capped ? " capped at bt" : "", (long long)rule);
+    snprintf(why, sizeof why, "the flce spec's rule for the chunk (Liger's, as shipped): %s = %lld%s",
+             comp && comp->naxes ? comp->axes[0].dflt_src : "(none)", (long long)rule, rule_capped ? ", capped at bt" : "");
   }
 
   /* the GEMMs */

@@ -91,10 +91,10 @@ static bool close_to(const void *got, const void *want, int dtype, int64_t n, do
 /* the default first (Liger's rule), then powers of two up to bt, then the
  * same with the dtype's other GEMMs (OpenBLAS in f32, AMX in bf16); their
  * count */
-static int candidates(flce_cand *cand, int dtype, cli_flce_shape sh) {
+static int candidates(const ug_kernel *flce, flce_cand *cand, int dtype, cli_flce_shape sh) {
   int n = 0;
   memset(cand, 0, MAX_CAND * sizeof *cand);
-  const int64_t liger = rt_flce_chunk_rows(NULL, sh.bt, sh.hidden, sh.vocab);
+  const int64_t liger = rt_flce_rule_rows(flce, sh.bt, sh.hidden, sh.vocab);
   cand[n++].chunk = liger;
   for (int64_t c = 16; c <= sh.bt && c <= MAX_CHUNK && n < MAX_CAND / 2; c *= 2)
     if (c != liger) cand[n++].chunk = c;
@@ -104,9 +104,9 @@ static int candidates(flce_cand *cand, int dtype, cli_flce_shape sh) {
   return n;
 }
 
-double cli_flce_chunk_floor(int dtype, cli_flce_shape sh, int reps, int cores, int *ncand) {
+double cli_flce_chunk_floor(const ug_kernel *flce, int dtype, cli_flce_shape sh, int reps, int cores, int *ncand) {
   flce_cand cand[MAX_CAND];
-  const int n = candidates(cand, dtype, sh);
+  const int n = candidates(flce, cand, dtype, sh);
   *ncand += n;
   /* only the generated GEMMs' candidates count: the others do not run in a
    * build or on a CPU without their GEMMs */
@@ -117,14 +117,14 @@ double cli_flce_chunk_floor(int dtype, cli_flce_shape sh, int reps, int cores, i
   return cli_time_floor(generated, reps, flops / (FASTEST_FLOPS_PER_CORE_S * cores));
 }
 
-int cli_tune_flce_chunk(const cli_tune_sink *s, int dtype, cli_flce_shape sh, int reps) {
+int cli_tune_flce_chunk(const cli_tune_sink *s, const ug_kernel *flce, int dtype, cli_flce_shape sh, int reps) {
   FILE *out = s->out;
   const int64_t bt = sh.bt, h = sh.hidden, v = sh.vocab, es = dtype == 0 ? 4 : 2;
   fprintf(out, "\nflce.chunk  %s  bt=%lld,hidden=%lld,vocab=%lld  (whole ubg_flce calls, MEAN, with dx and dweight)\n",
           ug_dtype_name(dtype), (long long)bt, (long long)h, (long long)v);
   flce_cand cand[MAX_CAND];
   int rc = -1;
-  const int n = candidates(cand, dtype, sh);
+  const int n = candidates(flce, cand, dtype, sh);
 
   flce_run r;
   memset(&r, 0, sizeof r);

@@ -37,9 +37,9 @@ extern const int cli_flce_ntune_shapes;
 
 /* the least seconds cli_tune_flce_chunk takes at this dtype and shape on
  * `cores` cores (cli_time_floor); adds its candidates to *ncand */
-double cli_flce_chunk_floor(int dtype, cli_flce_shape sh, int reps, int cores, int *ncand);
+double cli_flce_chunk_floor(const ug_kernel *flce, int dtype, cli_flce_shape sh, int reps, int cores, int *ncand);
 
 /* 0 ok (a wrong candidate is counted, not an error); -1 could not run */
-int cli_tune_flce_chunk(const cli_tune_sink *s, int dtype, cli_flce_shape sh, int reps);
+int cli_tune_flce_chunk(const cli_tune_sink *s, const ug_kernel *flce, int dtype, cli_flce_shape sh, int reps);
 
 #endif

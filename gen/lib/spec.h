@@ -167,6 +167,29 @@ typedef struct ug_pass {
   ug_loc at;
 } ug_pass;
 
+/* A composite op's axis (spec "composites"): an integer with a default
+ * expression over the kernel's shape and bounds, or one of named values
+ * (the first the default). */
+typedef struct {
+  char *name;
+  ug_expr *dflt;   /* integer axis: its default, over the kernel's shape names (env slot i = shape[i]) */
+  char *dflt_src;  /* ... as written, for messages */
+  int64_t min, max;
+  char **values;   /* named axis: its values; NULL for an integer axis */
+  int nvalues;
+} ug_comp_axis;
+
+/* An op of the kernel that runs several of its passes (its typed wrapper in
+ * the runtime does), with variants of its own: the axes, in name order.
+ * Its variant names are axis=value pairs in axis order, joined by ',':
+ * "chunk=256,gemm=amx". */
+typedef struct {
+  char *name;  /* the pass name its variants are forced under: kernel.name */
+  char *about;
+  ug_comp_axis *axes;
+  int naxes;
+} ug_composite;
+
 typedef struct ug_kernel {
   char *name;
   ug_loc name_at; /* of the "kernel" value */
@@ -183,6 +206,8 @@ typedef struct ug_kernel {
   char *description;
   char *reference_name; /* "reference": the C file of its double-precision references, or NULL */
   ug_loc reference_at;
+  ug_composite *composites; /* "composites" */
+  int ncomposites;
 } ug_kernel;
 
 /* Parses and validates one spec. name is used in messages (a path, or the
@@ -199,6 +224,18 @@ ug_kernel *ug_spec_load_dir_file(const char *path, bool *skipped, ug_diag *d);
 void ug_spec_free(ug_kernel *k);
 
 const ug_pass *ug_spec_pass(const ug_kernel *k, const char *pass);
+const ug_composite *ug_spec_composite(const ug_kernel *k, const char *name);
+/* an integer axis's default for shape (values in the order of k->shape):
+ * 0, or -1 on overflow (*out untouched) */
+int ug_comp_default(const ug_comp_axis *a, const int64_t *shape, int64_t *out);
+/* A variant name of c: axis=value pairs in axis order joined by ','; an
+ * integer in plain decimal (no sign, no leading zero) within [min, max], a
+ * named value one of the axis's. A name that gives the first axis is whole:
+ * the axes it leaves out are at their defaults, which it does not write (so
+ * every variant has one spelling). One without the first axis forces the
+ * axes it gives only. values[i] (an integer, or a named value's index) and
+ * given[i] for each axis: 0, or -1 when name is not one. */
+int ug_comp_parse(const ug_composite *c, const char *name, int64_t *values, bool *given);
 int ug_pass_arg(const ug_pass *p, const char *name); /* index or -1 */
 int ug_pass_sym(const ug_pass *p, const char *name); /* env slot or -1 */
 

@@ -165,7 +165,7 @@ static int load_pass(L *l, ug_kernel *kn, ug_pass *p, const char *name, json_t *
 
 static int load_kernel(L *l, ug_kernel *kn, json_t *root, const ug_jloc *at) {
   static const char *const keys[] = {"ubgen_spec", "kernel", "description", "reference", "safety_margin", "shape",
-                                     "dtypes", "axes", "tiled", "passes", NULL};
+                                     "dtypes", "axes", "tiled", "passes", "composites", NULL};
   if (ug_spec_want(l, root, at, JSON_OBJECT, "a spec") < 0 || ug_spec_check_keys(l, root, at, "the spec", keys) < 0) return -1;
   const ug_jloc *k;
   json_t *f = ug_spec_member(root, at, "ubgen_spec", &k);
@@ -222,6 +222,9 @@ static int load_kernel(L *l, ug_kernel *kn, json_t *root, const ug_jloc *at) {
     ug_pass *p = &kn->passes[kn->npasses++];
     if (load_pass(l, kn, p, key, pv, pa, &kd) < 0) return -1;
   }
+  const ug_jloc *cat;
+  json_t *comps = ug_spec_member(root, at, "composites", &cat);
+  if (comps && ug_spec_load_composites(l, kn, comps, cat) < 0) return -1;
   return 0;
 }
 
@@ -359,6 +362,7 @@ static void free_pass(ug_pass *p) {
 void ug_spec_free(ug_kernel *k) {
   if (!k) return;
   for (int i = 0; i < k->npasses; i++) free_pass(&k->passes[i]);
+  ug_spec_free_composites(k);
   free(k->passes);
   for (int i = 0; i < k->nshape; i++) free(k->shape[i]);
   free(k->shape);

@@ -4,6 +4,7 @@
  *   spec_json.c      JSON values with their positions: typed getters, errors file:line:col
  *   spec_exprs.c     expressions whose names resolve to a pass's symbols; the symbol table
  *   spec_sections.c  the sections of a pass: dtypes, axes, args, rules, stages, buffers, check
+ *   spec_composite.c a kernel's composite ops: their axes, defaults and variant names
  *   spec_load.c      a pass, a kernel, the entry points, freeing
  *   spec_names.c     dtype and element tables, names of a pass (used everywhere) */
 #ifndef UG_SPEC_LOAD_INTERNAL_H
@@ -58,6 +59,8 @@ int ug_spec_load_rules(L *l, json_t *v, const ug_jloc *at, ug_pass *p, const cha
 int ug_spec_load_stages(L *l, json_t *v, const ug_jloc *at, ug_pass *p);
 int ug_spec_load_buffers(L *l, json_t *v, const ug_jloc *at, ug_pass *p, const char *key, ug_buffer *bufs, int *nbufs);
 int ug_spec_load_cases(L *l, json_t *cases, const ug_jloc *cat, ug_pass *p, ug_case **out, int *nout);
+int ug_spec_load_composites(L *l, ug_kernel *k, json_t *v, const ug_jloc *at);
+void ug_spec_free_composites(ug_kernel *k);
 int ug_spec_load_check(L *l, json_t *v, const ug_jloc *at, ug_pass *p);
 
 #endif

@@ -1,0 +1,182 @@
+/* A kernel's composite ops ("composites"): the axes of the variants of an op
+ * that runs several of the kernel's passes, their defaults as expressions
+ * over the kernel's shape, and the one spelling of a variant's name. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spec_load_internal.h"
+
+/* the kernel's shape names as an expression's symbols: slot i = shape[i] */
+static int shape_resolve(void *ud, const char *name, size_t len, const char **why) {
+  const ug_kernel *k = ud;
+  for (int i = 0; i < k->nshape; i++)
+    if (strlen(k->shape[i]) == len && !strncmp(k->shape[i], name, len)) return i;
+  *why = "a composite's default names the kernel's shape only";
+  return -1;
+}
+
+static int load_axis(L *l, const ug_kernel *k, ug_comp_axis *a, json_t *v, const ug_jloc *at) {
+  static const char *const keys[] = {"name", "default", "min", "max", "values", NULL};
+  if (ug_spec_want(l, v, at, JSON_OBJECT, "a composite axis") < 0 ||
+      ug_spec_check_keys(l, v, at, "a composite axis", keys) < 0)
+    return -1;
+  const ug_jloc *k_at;
+  json_t *f = ug_spec_member(v, at, "name", &k_at);
+  if (ug_spec_require(l, f, at, "name", "a composite axis") < 0 ||
+      ug_spec_get_ident(l, f, k_at, "a composite axis's name", &a->name) < 0)
+    return -1;
+  json_t *values = ug_spec_member(v, at, "values", &k_at);
+  if (values) {
+    if (json_object_get(v, "default") || json_object_get(v, "min") || json_object_get(v, "max"))
+      return ug_spec_fail_at(l, at->at, "composite axis \"%s\" has \"values\": its default is the first one, and "
+                                        "it takes no \"default\", \"min\" or \"max\"", a->name);
+    if (ug_spec_want(l, values, k_at, JSON_ARRAY, "\"values\"") < 0) return -1;
+    const size_t n = json_array_size(values);
+    if (n == 0 || n > 16) return ug_spec_fail_at(l, k_at->at, "\"values\" must list 1 to 16 names");
+    if (!(a->values = calloc(n, sizeof *a->values))) return ug_spec_fail_at(l, k_at->at, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+      const ug_jloc *vat = ug_jloc_index(k_at, i);
+      if (ug_spec_get_ident(l, json_array_get(values, i), vat, "a value", &a->values[i]) < 0) return -1;
+      a->nvalues++;
+      for (size_t j = 0; j < i; j++)
+        if (!strcmp(a->values[j], a->values[i]))
+          return ug_spec_fail_at(l, vat->at, "value \"%s\" is listed twice", a->values[i]);
+    }
+    return 0;
+  }
+  f = ug_spec_member(v, at, "default", &k_at);
+  if (ug_spec_require(l, f, at, "default", "an integer composite axis") < 0) return -1;
+  if (!json_is_string(f)) return ug_spec_fail_at(l, k_at->at, "\"default\" must be an expression in a string");
+  const char *src = json_string_value(f);
+  ug_expr_err err;
+  if (!(a->dflt = ug_expr_parse(src, shape_resolve, (void *)k, &err))) {
+    ug_loc eat = ug_jloc_string_char(l->text, k_at, err.pos);
+    return ug_spec_fail_at(l, eat, "the default of composite axis \"%s\": %s (in \"%s\")", a->name, err.msg, src);
+  }
+  if (!(a->dflt_src = strdup(src))) return ug_spec_fail_at(l, k_at->at, "out of memory");
+  a->min = 1, a->max = INT64_MAX;
+  if ((f = ug_spec_member(v, at, "min", &k_at)) && ug_spec_get_int(l, f, k_at, "\"min\"", 0, INT64_MAX, &a->min) < 0)
+    return -1;
+  if ((f = ug_spec_member(v, at, "max", &k_at)) && ug_spec_get_int(l, f, k_at, "\"max\"", 0, INT64_MAX, &a->max) < 0)
+    return -1;
+  if (a->min > a->max) return ug_spec_fail_at(l, at->at, "composite axis \"%s\": min %lld is above max %lld", a->name,
+                                              (long long)a->min, (long long)a->max);
+  return 0;
+}
+
+/* "composites": {"<name>": {"about": "...", "axes": [...]}, ...} */
+int ug_spec_load_composites(L *l, ug_kernel *k, json_t *v, const ug_jloc *at) {
+  if (ug_spec_want(l, v, at, JSON_OBJECT, "\"composites\"") < 0) return -1;
+  const size_t n = json_object_size(v);
+  if (n == 0 || n > 8) return ug_spec_fail_at(l, at->at, "\"composites\" must have 1 to 8 ops");
+  if (!(k->composites = calloc(n, sizeof *k->composites))) return ug_spec_fail_at(l, at->at, "out of memory");
+  const char *key;
+  json_t *cv;
+  json_object_foreach(v, key, cv) {
+    const ug_jloc *cat = ug_jloc_member(at, key, NULL);
+    ug_composite *c = &k->composites[k->ncomposites++];
+    if (!ug_is_ident(key)) return ug_spec_fail_at(l, cat->at, "composite name \"%s\" is not an identifier", key);
+    if (ug_spec_pass(k, key)) return ug_spec_fail_at(l, cat->at, "composite \"%s\" has a pass's name", key);
+    if (!(c->name = strdup(key))) return ug_spec_fail_at(l, cat->at, "out of memory");
+    static const char *const keys[] = {"about", "axes", NULL};
+    if (ug_spec_want(l, cv, cat, JSON_OBJECT, "a composite") < 0 || ug_spec_check_keys(l, cv, cat, "a composite", keys) < 0)
+      return -1;
+    const ug_jloc *k_at;
+    json_t *f = ug_spec_member(cv, cat, "about", &k_at);
+    if (f) {
+      if (ug_spec_want(l, f, k_at, JSON_STRING, "\"about\"") < 0) return -1;
+      if (!(c->about = strdup(json_string_value(f)))) return ug_spec_fail_at(l, k_at->at, "out of memory");
+    }
+    json_t *axes = ug_spec_member(cv, cat, "axes", &k_at);
+    if (ug_spec_require(l, axes, cat, "axes", "a composite") < 0 || ug_spec_want(l, axes, k_at, JSON_ARRAY, "\"axes\"") < 0)
+      return -1;
+    const size_t na = json_array_size(axes);
+    if (na == 0 || na > 8) return ug_spec_fail_at(l, k_at->at, "\"axes\" must list 1 to 8 axes");
+    if (!(c->axes = calloc(na, sizeof *c->axes))) return ug_spec_fail_at(l, k_at->at, "out of memory");
+    for (size_t i = 0; i < na; i++) {
+      const ug_jloc *aat = ug_jloc_index(k_at, i);
+      ug_comp_axis *a = &c->axes[c->naxes++];
+      if (load_axis(l, k, a, json_array_get(axes, i), aat) < 0) return -1;
+      for (int j = 0; j + 1 < c->naxes; j++)
+        if (!strcmp(c->axes[j].name, a->name)) return ug_spec_fail_at(l, aat->at, "axis \"%s\" is listed twice", a->name);
+    }
+  }
+  return 0;
+}
+
+void ug_spec_free_composites(ug_kernel *k) {
+  for (int i = 0; i < k->ncomposites; i++) {
+    ug_composite *c = &k->composites[i];
+    for (int j = 0; j < c->naxes; j++) {
+      ug_comp_axis *a = &c->axes[j];
+      for (int v = 0; v < a->nvalues; v++) free(a->values[v]);
+      free(a->values), free(a->name), free(a->dflt_src);
+      ug_expr_free(a->dflt);
+    }
+    free(c->axes), free(c->name), free(c->about);
+  }
+  free(k->composites);
+}
+
+const ug_composite *ug_spec_composite(const ug_kernel *k, const char *name) {
+  for (int i = 0; k && name && i < k->ncomposites; i++)
+    if (!strcmp(k->composites[i].name, name)) return &k->composites[i];
+  return NULL;
+}
+
+int ug_comp_default(const ug_comp_axis *a, const int64_t *shape, int64_t *out) {
+  ug_expr_err err;
+  int64_t v;
+  if (!a->dflt || ug_expr_eval(a->dflt, shape, &v, &err) < 0) return -1;
+  *out = v;
+  return 0;
+}
+
+/* one axis's value at s (len bytes): 0, or -1 */
+static int parse_value(const ug_comp_axis *a, const char *s, size_t len, int64_t *out) {
+  if (a->values) {
+    for (int i = 0; i < a->nvalues; i++)
+      if (strlen(a->values[i]) == len && !strncmp(a->values[i], s, len)) return *out = i, 0;
+    return -1;
+  }
+  if (len == 0 || (s[0] == '0' && len > 1)) return -1; /* one spelling: no leading zero */
+  int64_t n = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (s[i] < '0' || s[i] > '9') return -1;
+    if (n > (INT64_MAX - (s[i] - '0')) / 10) return -1;
+    n = n * 10 + (s[i] - '0');
+  }
+  if (n < a->min || n > a->max) return -1;
+  *out = n;
+  return 0;
+}
+
+int ug_comp_parse(const ug_composite *c, const char *name, int64_t *values, bool *given) {
+  for (int i = 0; i < c->naxes; i++) values[i] = 0, given[i] = false;
+  const char *s = name;
+  int next = 0; /* axes before this one are behind us */
+  while (*s) {
+    const char *eq = strchr(s, '=');
+    if (!eq) return -1;
+    int ax = next;
+    while (ax < c->naxes && !(strlen(c->axes[ax].name) == (size_t)(eq - s) && !strncmp(c->axes[ax].name, s, eq - s))) ax++;
+    if (ax == c->naxes) return -1; /* unknown, repeated or out of order */
+    const char *end = strchr(eq + 1, ',');
+    const size_t len = end ? (size_t)(end - eq - 1) : strlen(eq + 1);
+    if (parse_value(&c->axes[ax], eq + 1, len, &values[ax]) < 0) return -1;
+    given[ax] = true;
+    next = ax + 1;
+    if (!end) break;
+    s = end + 1;
+    if (!*s) return -1; /* a trailing comma */
+  }
+  if (!given[0]) {
+    for (int i = 0; i < c->naxes; i++)
+      if (given[i]) return 0;
+    return -1; /* nothing given */
+  }
+  for (int i = 1; i < c->naxes; i++) /* whole: a named axis at its default is not written */
+    if (given[i] && c->axes[i].values && values[i] == 0) return -1;
+  return 0;
+}
