@@ -462,6 +462,16 @@ Test(cli, list_shows_the_composite_ops_axes) {
   run_free(&r);
 }
 
+/* a composite op is not a pass: the commands that take passes say so */
+Test(cli, a_composite_op_is_not_a_pass) {
+  run_result r = ubgen("check flce.chunk");
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "\"flce.chunk\" is a composite op of kernel flce, not a pass") &&
+                strstr(r.err, "(logits, ce, dx, dw)"),
+            "%s", r.err);
+  run_free(&r);
+}
+
 Test(cli, list_dtype_filters_rows) {
   run_result all = ubgen("list --kernel rms_norm");
   run_result f32 = ubgen("list --kernel rms_norm --dtype f32");

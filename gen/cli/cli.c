@@ -288,7 +288,11 @@ int cli_find_pass(const ug_specset *set, const char *target, const ug_kernel **k
     const char *near = cli_suggest(dot + 1, names, n);
     char mean[160] = "";
     if (near) snprintf(mean, sizeof mean, "; did you mean %s.%s?", kname, near);
-    cli_error("\"%s\": kernel %s has no pass \"%s\"%s (passes: %s)", target, kname, dot + 1, mean, passes);
+    if (ug_spec_composite(*k, dot + 1))
+      cli_error("\"%s\" is a composite op of kernel %s, not a pass: plan and tune take it where the runtime runs it "
+                "(the ubgen binary), check and emit its passes (%s)", target, kname, passes);
+    else
+      cli_error("\"%s\": kernel %s has no pass \"%s\"%s (passes: %s)", target, kname, dot + 1, mean, passes);
     return -1;
   }
   return 0;

@@ -1,7 +1,7 @@
 /* ubgen plan KERNEL.PASS --dtype D --shape ...: what the runtime would run
  * for this shape and why, the UB layout of that variant, and every other
- * variant with its footprint and why it is or is not a candidate.
- * flce.chunk, ubg_flce's rows per chunk, is planned by plan_flce.c. */
+ * variant with its footprint and why it is or is not a candidate. A
+ * composite op (flce.chunk) is planned by the planner registered for it. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +28,20 @@ static json_t *layout_json(const ug_variant *v) {
   return arr;
 }
 
-/* plan_flce.c: linked into ubgen, not into the boot generator (no runtime there) */
-#pragma weak cli_cmd_plan_flce
+static cli_composite_planner *planners;
+
+void cli_register_planner(cli_composite_planner *p) {
+  p->next = planners;
+  planners = p;
+}
+
+const cli_composite_planner *cli_find_planner(const char *target) {
+  const char *dot = target ? strchr(target, '.') : NULL;
+  for (const cli_composite_planner *p = planners; p && dot; p = p->next)
+    if (strlen(p->kernel) == (size_t)(dot - target) && !strncmp(p->kernel, target, dot - target) && !strcmp(p->op, dot + 1))
+      return p;
+  return NULL;
+}
 
 int cli_cmd_plan(int argc, char **argv) {
   cli_opts o;
@@ -51,11 +63,8 @@ int cli_cmd_plan(int argc, char **argv) {
     cli_error("plan: give exactly one --dtype (f32, f16 or bf16)");
     return EXIT_USAGE;
   }
-  if (!strcmp(o.target, "flce.chunk")) {
-    if (cli_cmd_plan_flce) return cli_cmd_plan_flce(&o, dtype);
-    cli_error("plan: flce.chunk is planned by the runtime, which this boot generator does not have");
-    return EXIT_USAGE;
-  }
+  const cli_composite_planner *planner = cli_find_planner(o.target);
+  if (planner) return planner->plan(&o, dtype);
   ug_specset set;
   if (cli_load_specs(&o, &set) < 0) return EXIT_USAGE;
   int rc = EXIT_USAGE;

@@ -114,7 +114,7 @@ static void not_tuned(const ubg_ctx *ctx, const rt_flce_choice *ch, const char *
   }
 }
 
-int cli_cmd_plan_flce(cli_opts *o, int dtype) {
+static int plan_flce_chunk(cli_opts *o, int dtype) {
   int64_t sh[3];
   if (parse_shape(o, sh) < 0) return EXIT_USAGE;
   const int64_t bt = sh[0], hidden = sh[1], vocab = sh[2];
@@ -280,3 +280,6 @@ int cli_cmd_plan_flce(cli_opts *o, int dtype) {
   ubg_ctx_destroy(ctx);
   return refused ? EXIT_FAILED : EXIT_OK;
 }
+
+static cli_composite_planner planner = {"flce", "chunk", plan_flce_chunk, NULL};
+__attribute__((constructor)) static void register_planner(void) { cli_register_planner(&planner); }
