@@ -61,9 +61,24 @@ def rms_norm_case(M, H, dt):
     x = torch.randn(M, H, dtype=dt, requires_grad=True)
     w = torch.ones(H, dtype=dt, requires_grad=True)
     g = torch.randn(M, H, dtype=dt)
+    nbytes = M * H * x.element_size()
+    src, dst = torch.ones(nbytes * 3 // 2, dtype=torch.uint8), torch.zeros(nbytes * 3 // 2, dtype=torch.uint8)
+
+    def copy():
+        """the bytes the op must move, as copies into buffers already
+        faulted in: its bandwidth ceiling (forward: x read, y written;
+        backward: x and dy read, dx written, as 1.5 tensors copied)"""
+        t0 = time.perf_counter()
+        dst[:nbytes].copy_(src[:nbytes])
+        t1 = time.perf_counter()
+        dst.copy_(src)
+        t2 = time.perf_counter()
+        return {"forward": t1 - t0, "backward": t2 - t1, "full": t2 - t0}
+
     return {
         "ubgen": lambda: step(lambda: ut.rms_norm(x, w, 1e-6, 0.0, "llama", False), (x, w), lambda y: g),
         "torch": lambda: step(lambda: torch_rms_norm(x, w), (x, w), lambda y: g),
+        "copy": copy,
     }, None
 
 
