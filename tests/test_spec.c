@@ -1063,5 +1063,12 @@ Test(spec, flce_composite_axes_and_names) {
                        ",gemm=amx"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     cr_assert_eq(ug_comp_parse(c, bad[i], val, given), -1, "\"%s\" taken", bad[i]);
+  /* what `ubgen tune flce.chunk` sweeps without --dtype and --shape */
+  cr_assert(c->tune_dtypes[0] && !c->tune_dtypes[1] && c->tune_dtypes[2], "f32 and bf16, not f16");
+  cr_assert_eq(c->ntune, 1);
+  cr_assert_eq(k->nshape, 3);
+  cr_assert(c->tune_shapes[0] == 512 && c->tune_shapes[1] == 512 && c->tune_shapes[2] == 16384,
+            "bt, hidden, vocab in the kernel's shape order: %lld %lld %lld", (long long)c->tune_shapes[0],
+            (long long)c->tune_shapes[1], (long long)c->tune_shapes[2]);
   ug_spec_free(k);
 }

@@ -291,8 +291,13 @@ int cli_find_pass(const ug_specset *set, const char *target, const ug_kernel **k
     if (ug_spec_composite(*k, dot + 1))
       cli_error("\"%s\" is a composite op of kernel %s, not a pass: plan and tune take it where the runtime runs it "
                 "(the ubgen binary), check and emit its passes (%s)", target, kname, passes);
-    else
-      cli_error("\"%s\": kernel %s has no pass \"%s\"%s (passes: %s)", target, kname, dot + 1, mean, passes);
+    else {
+      char ops[160] = "";
+      for (int i = 0; i < (*k)->ncomposites; i++)
+        snprintf(ops + strlen(ops), sizeof ops - strlen(ops), "%s%s", i ? ", " : "; composite ops: ",
+                 (*k)->composites[i].name);
+      cli_error("\"%s\": kernel %s has no pass \"%s\"%s (passes: %s%s)", target, kname, dot + 1, mean, passes, ops);
+    }
     return -1;
   }
   return 0;

@@ -3,8 +3,9 @@
  * applies is verified against the reference on the tuning inputs (a wrong
  * one is reported and never chosen), then timed (tune_timing.h: rotated
  * interleaved rounds, the median decides). The fastest goes to the tuning
- * DB with the default strategy's choice and time beside it. flce.chunk,
- * ubg_flce's rows per chunk, is tuned by tune_flce.c. */
+ * DB with the default strategy's choice and time beside it. A composite
+ * op (KERNEL.OP: a spec's "composites") is tuned by the tuner registered
+ * for it (tune_composite.h). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,13 +19,13 @@
 #include "cli.h"
 #include "shape_arg.h"
 #include "../lib/strategy.h"
-#include "tune_flce.h"
+#include "tune_composite.h"
 #include "tune_svg.h"
 #include "tune_timing.h"
 #include "../lib/tuned.h"
 #include "../lib/tunedb.h"
 
-enum { DEFAULT_REPS = 5, FLCE_REPS = 3 /* a call takes 0.1 s and more */ };
+enum { DEFAULT_REPS = 5 };
 /* a bandwidth no core reaches, in cache or out: a call's floor is its bytes
  * at this rate (the sweep's announced floor, cli_time_floor) */
 static const double FASTEST_BYTES_PER_CORE_S = 250e9;
@@ -405,7 +406,7 @@ static bool take_unit(tuner *T) {
   bool mine = !T->o->shard_n || u % T->o->shard_n == T->o->shard_i - 1;
   if (!mine) return false;
   T->taken++;
-  if (T->counting) return true; /* the unit counts itself (tune_one, tune_flce) */
+  if (T->counting) return true; /* the unit counts itself (tune_one, a composite's tuner) */
   const double now = cli_now();
   if (T->taken == 1) T->t0 = now;
   const int done = T->taken - 1;
@@ -428,35 +429,56 @@ static bool take_unit(tuner *T) {
   return true;
 }
 
-/* flce.chunk: ubg_flce's rows per chunk (tune_flce.h), at --shape's shapes
- * (bt, hidden, vocab: flce's shape) or the default ones */
-static int tune_flce(tuner *T, const ug_kernel *flce) {
+static cli_composite_tuner *tuners;
+
+void cli_register_tuner(cli_composite_tuner *t) {
+  t->next = tuners;
+  tuners = t;
+}
+
+const cli_composite_tuner *cli_find_tuner(const char *kernel, const char *op) {
+  for (const cli_composite_tuner *t = tuners; t; t = t->next)
+    if (!strcmp(t->kernel, kernel) && !strcmp(t->op, op)) return t;
+  return NULL;
+}
+
+/* a composite op of k at --shape's shapes (the kernel's shape names) or
+ * its "tune" cases, at --dtype's dtypes or its "tune" dtypes */
+static int tune_composite(tuner *T, const ug_kernel *k, const ug_composite *c) {
+  const cli_composite_tuner *tu = cli_find_tuner(k->name, c->name);
+  if (!tu) {
+    if (!T->counting) fprintf(out, "\n%s.%s: no tuner for this composite op in this ubgen; skipped\n", k->name, c->name);
+    return 0;
+  }
   cli_tune_sink sink = {T->o, out, T->db, T->json, T->svg, &T->failures, T->where};
-  cli_flce_shape *shapes = NULL;
-  int nshapes = 0, rc = 0;
+  int64_t *shapes = c->tune_shapes;
+  int nshapes = c->ntune, rc = 0;
   if (T->o->shape) {
-    const ug_pass *p = &flce->passes[0]; /* every pass has the kernel's shape args */
+    const ug_pass *p = &k->passes[0];
     int64_t *envs;
     if (cli_shape_envs(p, T->o->shape, &envs, &nshapes) < 0) return -1;
-    shapes = calloc((size_t)nshapes + 1, sizeof *shapes);
-    for (int i = 0; shapes && i < nshapes; i++) {
-      const int64_t *env = envs + (size_t)i * (size_t)(p->nsyms + 1);
-      shapes[i] = (cli_flce_shape){env[ug_pass_sym(p, "bt")], env[ug_pass_sym(p, "hidden")], env[ug_pass_sym(p, "vocab")]};
-    }
+    shapes = calloc((size_t)nshapes * (size_t)k->nshape + 1, sizeof *shapes);
+    for (int i = 0; shapes && i < nshapes; i++)
+      for (int j = 0; j < k->nshape; j++) {
+        const int sym = ug_pass_sym(p, k->shape[j]);
+        shapes[(size_t)i * (size_t)k->nshape + j] = sym < 0 ? 0 : envs[(size_t)i * (size_t)(p->nsyms + 1) + sym];
+      }
     free(envs);
     if (!shapes) return -1;
+  } else if (!nshapes && !T->counting) {
+    fprintf(out, "\n%s.%s: no \"tune\" cases in the spec and no --shape; skipped\n", k->name, c->name);
   }
-  const int reps = T->o->reps ? T->o->reps : FLCE_REPS;
+  const int reps = T->o->reps ? T->o->reps : tu->reps;
   for (int dt = 0; dt < UG_NDTYPES && !rc; dt++) {
-    if (T->o->dtype_set ? !T->o->dtypes[dt] : dt == 1) continue; /* f16 on request: FLCE trains in bf16 or f32 */
-    for (int i = 0; i < (shapes ? nshapes : cli_flce_ntune_shapes) && !rc; i++)
+    if (T->o->dtype_set ? !T->o->dtypes[dt] : !c->tune_dtypes[dt]) continue;
+    for (int i = 0; i < nshapes && !rc; i++)
       if (take_unit(T)) {
-        const cli_flce_shape sh = shapes ? shapes[i] : cli_flce_tune_shapes[i];
-        if (!T->counting) rc = cli_tune_flce_chunk(&sink, flce, dt, sh, reps);
-        else T->floor += cli_flce_chunk_floor(flce, dt, sh, reps, cli_cores(), &T->candidates);
+        const int64_t *sh = shapes + (size_t)i * (size_t)k->nshape;
+        if (!T->counting) rc = tu->tune(&sink, k, c, dt, sh, reps);
+        else T->floor += tu->floor(k, c, dt, sh, reps, cli_cores(), &T->candidates);
       }
   }
-  free(shapes);
+  if (shapes != c->tune_shapes) free(shapes);
   return rc;
 }
 
@@ -483,19 +505,21 @@ static int tune_pass(tuner *T, const ug_pass *p) {
   return rc;
 }
 
-/* every pass of a kernel, and FLCE's chunk with FLCE's */
+/* every pass of a kernel, then its composite ops */
 static int tune_kernel(tuner *T, const ug_kernel *k) {
   for (int j = 0; j < k->npasses; j++)
     if (tune_pass(T, &k->passes[j]) < 0) return EXIT_USAGE;
-  if (!strcmp(k->name, "flce") && tune_flce(T, k) < 0) return EXIT_USAGE;
+  for (int j = 0; j < k->ncomposites; j++)
+    if (tune_composite(T, k, &k->composites[j]) < 0) return EXIT_USAGE;
   return EXIT_OK;
 }
 
-/* what the target and --kernel name, unit by unit: all, flce.chunk,
- * KERNEL.PASS, or KERNELs (as list, emit and check name them) */
+/* what the target and --kernel name, unit by unit: all, KERNEL.PASS,
+ * KERNEL.OP (a composite op), or KERNELs (as list, emit and check name
+ * them) */
 static int sweep(tuner *T, const ug_specset *set) {
   const char *target = T->o->target;
-  if (!target || (strcmp(target, "all") && strcmp(target, "flce.chunk") && !strchr(target, '.'))) {
+  if (!target || (strcmp(target, "all") && !strchr(target, '.'))) {
     if (target && !ug_specset_find(set, target)) {
       char known[1024];
       cli_error("tune: no kernel named \"%s\"%s", target, cli_known_kernels(set, target, known, sizeof known));
@@ -513,12 +537,18 @@ static int sweep(tuner *T, const ug_specset *set) {
       if (tune_kernel(T, set->k[i]) != EXIT_OK) return EXIT_USAGE;
     return EXIT_OK;
   }
-  if (!strcmp(target, "flce.chunk")) {
-    const ug_kernel *flce = NULL;
-    for (int i = 0; i < set->n; i++)
-      if (!strcmp(set->k[i]->name, "flce")) flce = set->k[i];
-    if (!flce) cli_error("tune: flce.chunk needs the flce spec, which is not loaded");
-    return !flce || tune_flce(T, flce) < 0 ? EXIT_USAGE : EXIT_OK;
+  const char *dot = strchr(target, '.');
+  for (int i = 0; i < set->n; i++) {
+    const ug_kernel *ck = set->k[i];
+    const ug_composite *c = strlen(ck->name) == (size_t)(dot - target) && !strncmp(ck->name, target, dot - target)
+                                ? ug_spec_composite(ck, dot + 1)
+                                : NULL;
+    if (!c) continue;
+    if (!cli_find_tuner(ck->name, c->name)) {
+      cli_error("tune: %s is a composite op of kernel %s, and this ubgen has no tuner for it", target, ck->name);
+      return EXIT_USAGE;
+    }
+    return tune_composite(T, ck, c) < 0 ? EXIT_USAGE : EXIT_OK;
   }
   const ug_kernel *k;
   const ug_pass *p;

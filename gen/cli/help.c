@@ -52,14 +52,14 @@ static const help_text texts[] = {
      "  --dtype D      only dtype D (repeatable)\n"
      "  --no-reference a kernel without a reference: its variants against each other only\n"},
     {"tune",
-     "Usage: ubgen tune KERNEL|KERNEL.PASS|flce.chunk|all [--kernel K]... [--dtype D] [--shape name=v,...]\n"
+     "Usage: ubgen tune KERNEL|KERNEL.PASS|KERNEL.OP|all [--kernel K]... [--dtype D] [--shape name=v,...]\n"
      "                  [--backend B]"
      " [--db FILE] [--reps N] [--json] [--svg FILE] [--shard i/n] [--no-reference]\n"
      "                  [--dry-run]\n"
      "       ubgen tune merge A.json B.json ... --db OUT.json\n"
      "Verifies and times every variant that fits, keeps the fastest correct one per dtype and\n"
-     "shape in the tuning DB. A KERNEL (or --kernel K, repeatable) is every pass of it (and FLCE's chunk\n"
-     "with FLCE's), as list, emit and check name kernels.\n"
+     "shape in the tuning DB. A KERNEL (or --kernel K, repeatable) is every pass of it, then its\n"
+     "composite ops (KERNEL.OP, such as flce.chunk), as list, emit and check name kernels.\n"
      "  --kernel K     every pass of kernel K (repeatable)\n"
      "  --dtype D      only dtype D\n"
      "  --shape ...    sizes by name: a value, a list a/b/c or a range a:b[:step]\n"
@@ -96,7 +96,7 @@ void cli_usage(FILE *f, bool with_runtime) {
   if (with_runtime)
     fputs("  check  [KERNEL|KERNEL.PASS|all] [--kernel K]... [--dtype D]... [--no-reference]\n"
           "                                                           every variant vs the reference\n"
-          "  tune   KERNEL|KERNEL.PASS|flce.chunk|all [--kernel K]... [--dtype D] [--shape ...] [--db FILE]\n"
+          "  tune   KERNEL|KERNEL.PASS|KERNEL.OP|all [--kernel K]... [--dtype D] [--shape ...] [--db FILE]\n"
           "         [--backend B] [--reps N] [--json] [--svg FILE] [--shard i/n] [--no-reference]\n"
           "         [--dry-run]                                       time the variants, keep the fastest\n"
           "  tune merge A.json B.json ... --db OUT.json               join the DBs of a sharded tune\n",

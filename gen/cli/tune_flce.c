@@ -1,21 +1,25 @@
-#include "tune_flce.h"
-
+/* `ubgen tune flce.chunk`: ubg_flce's rows per chunk and who runs its GEMMs
+ * (OpenBLAS in f32 in a build with it, AMX tiles in bf16 on a CPU with
+ * them), for one dtype and shape, as whole ubg_flce calls on one context,
+ * each candidate forced by name with ubg_set_variant(ctx, "flce", "chunk",
+ * "chunk=N[,gemm=openblas|amx]"). The DB entry is kernel "flce", op
+ * "chunk", the kernel's shape (bt, hidden, vocab) bucketed; ubg_flce
+ * follows it (op_flce.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../templates/ubgen_ref.h"
+#include "tune_composite.h"
 #include "tune_timing.h"
 #include "../../runtime/include/ubgen.h"
-/* Liger's rule (rt_flce_chunk_rows) and the GEMM backends' names, as
- * ubg_flce has them (op_flce.c), as plan_flce.c reads them */
+/* the spec's chunk rule (rt_flce_rule_rows) and the GEMM backends' names,
+ * as ubg_flce has them (op_flce.c), as plan_flce.c reads them */
 #include "../../runtime/internal.h"
 
-/* A training step's shape scaled to this machine: one call is 26 GFLOP
- * (0.15 s here), so a dtype's sweep takes seconds; Liger's rule gives
- * 16-row chunks at it, as it does for Liger's 4096 x 128256 benchmarks. */
-const cli_flce_shape cli_flce_tune_shapes[] = {{512, 512, 16384}};
-const int cli_flce_ntune_shapes = 1;
+typedef struct {
+  int64_t bt, hidden, vocab;
+} flce_shape;
 
 enum { MAX_CAND = 24, MAX_CHUNK = 4096 };
 static const double MAX_SCRATCH = 256.0 * 1024 * 1024; /* bytes of logits per chunk */
@@ -37,7 +41,7 @@ typedef struct {
   ubg_ctx *ctx;
   flce_cand *c;
   int dtype;
-  cli_flce_shape sh;
+  flce_shape sh;
   const void *x, *w;
   const int64_t *t;
   ubg_flce_opts opts;
@@ -91,7 +95,7 @@ static bool close_to(const void *got, const void *want, int dtype, int64_t n, do
 /* the default first (Liger's rule), then powers of two up to bt, then the
  * same with the dtype's other GEMMs (OpenBLAS in f32, AMX in bf16); their
  * count */
-static int candidates(const ug_kernel *flce, flce_cand *cand, int dtype, cli_flce_shape sh) {
+static int candidates(const ug_kernel *flce, flce_cand *cand, int dtype, flce_shape sh) {
   int n = 0;
   memset(cand, 0, MAX_CAND * sizeof *cand);
   const int64_t liger = rt_flce_rule_rows(flce, sh.bt, sh.hidden, sh.vocab);
@@ -104,7 +108,21 @@ static int candidates(const ug_kernel *flce, flce_cand *cand, int dtype, cli_flc
   return n;
 }
 
-double cli_flce_chunk_floor(const ug_kernel *flce, int dtype, cli_flce_shape sh, int reps, int cores, int *ncand) {
+/* the kernel's shape, in its order, as bt, hidden, vocab */
+static flce_shape shape_of(const ug_kernel *k, const int64_t *shape) {
+  flce_shape sh = {0, 0, 0};
+  for (int i = 0; i < k->nshape; i++) {
+    if (!strcmp(k->shape[i], "bt")) sh.bt = shape[i];
+    if (!strcmp(k->shape[i], "hidden")) sh.hidden = shape[i];
+    if (!strcmp(k->shape[i], "vocab")) sh.vocab = shape[i];
+  }
+  return sh;
+}
+
+static double chunk_floor(const ug_kernel *flce, const ug_composite *comp, int dtype, const int64_t *shape, int reps,
+                          int cores, int *ncand) {
+  (void)comp;
+  const flce_shape sh = shape_of(flce, shape);
   flce_cand cand[MAX_CAND];
   const int n = candidates(flce, cand, dtype, sh);
   *ncand += n;
@@ -117,8 +135,10 @@ double cli_flce_chunk_floor(const ug_kernel *flce, int dtype, cli_flce_shape sh,
   return cli_time_floor(generated, reps, flops / (FASTEST_FLOPS_PER_CORE_S * cores));
 }
 
-int cli_tune_flce_chunk(const cli_tune_sink *s, const ug_kernel *flce, int dtype, cli_flce_shape sh, int reps) {
+static int tune_chunk(const cli_tune_sink *s, const ug_kernel *flce, const ug_composite *comp, int dtype,
+                      const int64_t *shape, int reps) {
   FILE *out = s->out;
+  const flce_shape sh = shape_of(flce, shape);
   const int64_t bt = sh.bt, h = sh.hidden, v = sh.vocab, es = dtype == 0 ? 4 : 2;
   fprintf(out, "\nflce.chunk  %s  bt=%lld,hidden=%lld,vocab=%lld  (whole ubg_flce calls, MEAN, with dx and dweight)\n",
           ug_dtype_name(dtype), (long long)bt, (long long)h, (long long)v);
@@ -244,15 +264,13 @@ int cli_tune_flce_chunk(const cli_tune_sink *s, const ug_kernel *flce, int dtype
   }
   ug_tune_entry e;
   memset(&e, 0, sizeof e);
-  snprintf(e.kernel, sizeof e.kernel, "flce");
-  snprintf(e.pass, sizeof e.pass, "chunk");
+  snprintf(e.kernel, sizeof e.kernel, "%s", flce->name);
+  snprintf(e.pass, sizeof e.pass, "%s", comp->name);
   e.dtype = dtype;
-  e.nshape = 3;
-  const char *names[3] = {"bt", "hidden", "vocab"};
-  const int64_t vals[3] = {bt, h, v};
-  for (int i = 0; i < 3; i++) {
-    snprintf(e.shape_names[i], sizeof e.shape_names[i], "%s", names[i]);
-    e.shape[i] = ug_tune_bucket(vals[i]);
+  e.nshape = flce->nshape;
+  for (int i = 0; i < flce->nshape; i++) {
+    snprintf(e.shape_names[i], sizeof e.shape_names[i], "%s", flce->shape[i]);
+    e.shape[i] = ug_tune_bucket(shape[i]);
   }
   e.ub_bytes = s->o->budget.ub_bytes;
   snprintf(e.variant, sizeof e.variant, "%s", cand[best].name);
@@ -282,3 +300,6 @@ done:
   free(x), free(w), free(t), free(dx), free(dw), free(dx0), free(dw0);
   return rc;
 }
+
+static cli_composite_tuner tuner = {"flce", "chunk", 3 /* a call takes 0.1 s and more */, tune_chunk, chunk_floor, NULL};
+__attribute__((constructor)) static void register_tuner(void) { cli_register_tuner(&tuner); }

@@ -188,6 +188,9 @@ typedef struct {
   char *about;
   ug_comp_axis *axes;
   int naxes;
+  bool tune_dtypes[UG_NDTYPES]; /* "tune": the dtypes `ubgen tune` sweeps without --dtype (all by default) */
+  int64_t *tune_shapes;         /* ... and its shapes without --shape: ntune rows of the kernel's shape, in its order */
+  int ntune;
 } ug_composite;
 
 typedef struct ug_kernel {

@@ -65,7 +65,47 @@ static int load_axis(L *l, const ug_kernel *k, ug_comp_axis *a, json_t *v, const
   return 0;
 }
 
-/* "composites": {"<name>": {"about": "...", "axes": [...]}, ...} */
+/* "tune": {"dtypes": [...], "cases": [{shape name: value, ...}, ...]}: what
+ * `ubgen tune` sweeps without --dtype and --shape; each case gives every
+ * name of the kernel's shape, at least 1 */
+static int load_tune(L *l, const ug_kernel *k, ug_composite *c, json_t *v, const ug_jloc *at) {
+  static const char *const keys[] = {"dtypes", "cases", NULL};
+  if (ug_spec_want(l, v, at, JSON_OBJECT, "a composite's \"tune\"") < 0 ||
+      ug_spec_check_keys(l, v, at, "a composite's \"tune\"", keys) < 0)
+    return -1;
+  const ug_jloc *k_at;
+  json_t *f = ug_spec_member(v, at, "dtypes", &k_at);
+  if (f && ug_spec_load_dtypes(l, f, k_at, c->tune_dtypes) < 0) return -1;
+  f = ug_spec_member(v, at, "cases", &k_at);
+  if (ug_spec_require(l, f, at, "cases", "a composite's \"tune\"") < 0 ||
+      ug_spec_want(l, f, k_at, JSON_ARRAY, "\"cases\"") < 0)
+    return -1;
+  const size_t n = json_array_size(f);
+  if (n == 0 || n > 16) return ug_spec_fail_at(l, k_at->at, "\"cases\" must list 1 to 16 shapes");
+  if (!(c->tune_shapes = calloc(n * (size_t)k->nshape, sizeof *c->tune_shapes)))
+    return ug_spec_fail_at(l, k_at->at, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    const ug_jloc *cat = ug_jloc_index(k_at, i);
+    json_t *cs = json_array_get(f, i);
+    if (ug_spec_want(l, cs, cat, JSON_OBJECT, "a tune case") < 0) return -1;
+    if (json_object_size(cs) != (size_t)k->nshape || json_object_get(cs, "omit")) {
+      char names[256] = "";
+      for (int j = 0; j < k->nshape; j++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", j ? ", " : "", k->shape[j]);
+      return ug_spec_fail_at(l, cat->at, "a composite's tune case gives the kernel's shape, exactly: %s", names);
+    }
+    for (int j = 0; j < k->nshape; j++) {
+      json_t *x = ug_spec_member(cs, cat, k->shape[j], &k_at);
+      if (ug_spec_require(l, x, cat, k->shape[j], "a composite's tune case") < 0 ||
+          ug_spec_get_int(l, x, k_at, k->shape[j], 1, INT64_MAX, &c->tune_shapes[i * (size_t)k->nshape + j]) < 0)
+        return -1;
+    }
+    c->ntune++;
+  }
+  return 0;
+}
+
+/* "composites": {"<name>": {"about": "...", "axes": [...], "tune": {...}}, ...} */
 int ug_spec_load_composites(L *l, ug_kernel *k, json_t *v, const ug_jloc *at) {
   if (ug_spec_want(l, v, at, JSON_OBJECT, "\"composites\"") < 0) return -1;
   const size_t n = json_object_size(v);
@@ -79,7 +119,7 @@ int ug_spec_load_composites(L *l, ug_kernel *k, json_t *v, const ug_jloc *at) {
     if (!ug_is_ident(key)) return ug_spec_fail_at(l, cat->at, "composite name \"%s\" is not an identifier", key);
     if (ug_spec_pass(k, key)) return ug_spec_fail_at(l, cat->at, "composite \"%s\" has a pass's name", key);
     if (!(c->name = strdup(key))) return ug_spec_fail_at(l, cat->at, "out of memory");
-    static const char *const keys[] = {"about", "axes", NULL};
+    static const char *const keys[] = {"about", "axes", "tune", NULL};
     if (ug_spec_want(l, cv, cat, JSON_OBJECT, "a composite") < 0 || ug_spec_check_keys(l, cv, cat, "a composite", keys) < 0)
       return -1;
     const ug_jloc *k_at;
@@ -101,6 +141,8 @@ int ug_spec_load_composites(L *l, ug_kernel *k, json_t *v, const ug_jloc *at) {
       for (int j = 0; j + 1 < c->naxes; j++)
         if (!strcmp(c->axes[j].name, a->name)) return ug_spec_fail_at(l, aat->at, "axis \"%s\" is listed twice", a->name);
     }
+    for (int dt = 0; dt < UG_NDTYPES; dt++) c->tune_dtypes[dt] = true;
+    if ((f = ug_spec_member(cv, cat, "tune", &k_at)) && load_tune(l, k, c, f, k_at) < 0) return -1;
   }
   return 0;
 }
@@ -114,7 +156,7 @@ void ug_spec_free_composites(ug_kernel *k) {
       free(a->values), free(a->name), free(a->dflt_src);
       ug_expr_free(a->dflt);
     }
-    free(c->axes), free(c->name), free(c->about);
+    free(c->axes), free(c->name), free(c->about), free(c->tune_shapes);
   }
   free(k->composites);
 }

@@ -1,0 +1,48 @@
+/* The tuners of spec'd composite ops (a kernel's "composites"): `ubgen tune
+ * KERNEL.OP`, and the op with its kernel in `ubgen tune KERNEL` and `all`.
+ * The candidates are whole calls of the op's typed wrapper, each forced by
+ * name with ubg_set_variant; the DB entry is (kernel, op, the kernel's
+ * shape bucketed, the variant's name). cmd_tune.c walks the dtypes and
+ * shapes (--dtype and --shape, else the composite's "tune" section); a
+ * tuner registers itself at load time (tune_flce.c), so cmd_tune.c names
+ * no op. */
+#ifndef CLI_TUNE_COMPOSITE_H
+#define CLI_TUNE_COMPOSITE_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "tune_svg.h"
+#include "../lib/tunedb.h"
+
+/* where results go: the table, the DB being built, --json's array */
+typedef struct {
+  const cli_opts *o;
+  FILE *out;
+  ug_tunedb *db;
+  json_t *json;   /* NULL without --json */
+  cli_svg *svg;    /* NULL without --svg */
+  int *failures;  /* wrong candidates, counted */
+  const char *where; /* the sweep's position, the progress lines' prefix ("[3/8, about 2m left]") */
+} cli_tune_sink;
+
+typedef struct cli_composite_tuner {
+  const char *kernel, *op;
+  int reps; /* rounds without --reps */
+  /* one dtype and shape (the kernel's, in its order): 0 ok (a wrong
+   * candidate is counted, not an error); -1 could not run */
+  int (*tune)(const cli_tune_sink *s, const ug_kernel *k, const ug_composite *c, int dtype, const int64_t *shape,
+              int reps);
+  /* the least seconds tune takes there on `cores` cores (cli_time_floor);
+   * adds its candidates to *ncand */
+  double (*floor)(const ug_kernel *k, const ug_composite *c, int dtype, const int64_t *shape, int reps, int cores,
+                  int *ncand);
+  struct cli_composite_tuner *next;
+} cli_composite_tuner;
+void cli_register_tuner(cli_composite_tuner *t);
+/* the tuner of kernel's composite op, or NULL */
+const cli_composite_tuner *cli_find_tuner(const char *kernel, const char *op);
+
+#endif
