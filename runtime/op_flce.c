@@ -270,11 +270,11 @@ static ubg_status run_logits(plan *p, int64_t off, int64_t rows) {
   }
 #ifdef UBG_HAVE_OPENBLAS
   if (p->gemm == RT_GEMM_OPENBLAS) {
+    snprintf(p->variants[0], sizeof p->variants[0], "openblas");
     if (rows == 0) return UBG_OK;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)vocab, (int)p->hidden, 1.0f,
                 (const float *)x, (int)p->hidden, p->weight, (int)p->hidden, 0.0f, p->logits, (int)vocab);
     add_bias(p, rows);
-    snprintf(p->variants[0], sizeof p->variants[0], "openblas");
     return UBG_OK;
   }
 #endif
@@ -307,10 +307,10 @@ static ubg_status run_dx(plan *p, int64_t off, int64_t rows) {
   }
 #ifdef UBG_HAVE_OPENBLAS
   if (p->gemm == RT_GEMM_OPENBLAS) {
+    snprintf(p->variants[2], sizeof p->variants[2], "openblas");
     if (rows == 0) return UBG_OK;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)p->hidden, (int)vocab, 1.0f, p->logits,
                 (int)vocab, p->weight, (int)p->hidden, 0.0f, (float *)dx, (int)p->hidden);
-    snprintf(p->variants[2], sizeof p->variants[2], "openblas");
     return UBG_OK;
   }
 #endif
@@ -324,65 +324,52 @@ static ubg_status run_dx(plan *p, int64_t off, int64_t rows) {
   return s;
 }
 
-/* the chunk's dweight and dbias added to their sums in the dtype: by the
- * generated pass (dw_sum, dbias_sum), or on AMX tiles, whose GEMM adds each
- * block to dweight as it finishes it. rows = 0 picks and compiles the
- * variant only, writing nothing. */
-static ubg_status run_dw_in_dtype(plan *p, const char *x, int64_t rows) {
+/* the chunk's dweight and dbias on OpenBLAS or AMX tiles, added to their
+ * f32 sums (dw_acc, dbias_acc) or, with accum_in_dtype (AMX only: OpenBLAS
+ * runs f32), to dweight and dbias in the dtype: the AMX GEMM adds each
+ * block to dweight as it finishes it, dbias gets the chunk's column sums
+ * with one rounding. rows = 0 writes nothing. */
+static ubg_status run_dw_library(plan *p, const char *x, int64_t rows) {
   const int64_t vocab = p->ce.vocab;
   const ubg_flce_out *out = p->out;
-  if (p->gemm == RT_GEMM_AMX) {
-    snprintf(p->variants[3], sizeof p->variants[3], "amx");
-    if (rows == 0) return UBG_OK;
-    if (out->dweight) {
-      rt_amx_gemm_args g = dw_gemm(p, x, rows, out->dweight);
-      rt_amx_gemm(&g, p->ce.ctx->threads, p->amx);
-    }
-    if (out->dbias) {
-      memset(p->db_chunk, 0, (size_t)vocab * 4);
-      for (int64_t i = 0; i < rows; i++)
-        for (int64_t v = 0; v < vocab; v++) p->db_chunk[v] += p->logits[i * vocab + v];
-      add_rounded(out->dbias, p->db_chunk, vocab, p->ce.dt, p->ce.ctx->threads);
-    }
-    return UBG_OK;
+  snprintf(p->variants[3], sizeof p->variants[3], "%s", rt_gemm_names[p->gemm]);
+  if (rows == 0) return UBG_OK;
+  if (p->gemm == RT_GEMM_AMX && (p->accum_in_dtype ? out->dweight != NULL : p->dw_acc != NULL)) {
+    rt_amx_gemm_args g = dw_gemm(p, x, rows, p->accum_in_dtype ? out->dweight : NULL);
+    rt_amx_gemm(&g, p->ce.ctx->threads, p->amx);
   }
-  ubg_arg a[] = {
-      {"dlogits", UBG_ARG_PTR, {.p = p->logits}},   {"x", UBG_ARG_PTR, {.p = (void *)x}},
-      {"dw_sum", UBG_ARG_PTR, {.p = out->dweight}}, {"dbias_sum", UBG_ARG_PTR, {.p = out->dbias}},
-      {"bt", UBG_ARG_I64, {.i = rows}},             {"hidden", UBG_ARG_I64, {.i = p->hidden}},
-      {"vocab", UBG_ARG_I64, {.i = vocab}},
-  };
-  ubg_status s = rt_launch(p->ce.ctx, "flce", "dw", p->ce.dt, a, sizeof a / sizeof a[0]);
-  if (!s) note_variant(p, 3);
-  return s;
+#ifdef UBG_HAVE_OPENBLAS
+  if (p->gemm == RT_GEMM_OPENBLAS && p->dw_acc)
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)vocab, (int)p->hidden, (int)rows, 1.0f, p->logits,
+                (int)vocab, (const float *)x, (int)p->hidden, 1.0f, p->dw_acc, (int)p->hidden);
+#endif
+  float *db = p->accum_in_dtype ? (out->dbias ? p->db_chunk : NULL) : p->dbias_acc;
+  if (!db) return UBG_OK;
+  if (p->accum_in_dtype) memset(db, 0, (size_t)vocab * 4);
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t v = 0; v < vocab; v++) db[v] += p->logits[i * vocab + v];
+  if (p->accum_in_dtype) add_rounded(out->dbias, db, vocab, p->ce.dt, p->ce.ctx->threads);
+  return UBG_OK;
 }
 
+/* the chunk's dweight and dbias added to their sums: the generated pass
+ * takes f32 sums (dw_acc, dbias_acc) and sums in the dtype (dw_sum,
+ * dbias_sum, dweight and dbias themselves with accum_in_dtype); the two
+ * not in use are NULL. rows = 0 picks and compiles the variant only. */
 static ubg_status run_dw(plan *p, int64_t off, int64_t rows) {
   const char *x = (const char *)p->x + (size_t)(off * p->hidden) * p->es;
-  const int64_t vocab = p->ce.vocab;
-  if (p->accum_in_dtype) return run_dw_in_dtype(p, x, rows);
-  if (p->gemm != RT_GEMM_GENERATED) {
-    if (rows == 0) return UBG_OK;
-    if (p->dw_acc && p->gemm == RT_GEMM_AMX) {
-      rt_amx_gemm_args g = dw_gemm(p, x, rows, NULL);
-      rt_amx_gemm(&g, p->ce.ctx->threads, p->amx);
-    }
-#ifdef UBG_HAVE_OPENBLAS
-    if (p->dw_acc && p->gemm == RT_GEMM_OPENBLAS)
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)vocab, (int)p->hidden, (int)rows, 1.0f, p->logits,
-                  (int)vocab, (const float *)x, (int)p->hidden, 1.0f, p->dw_acc, (int)p->hidden);
-#endif
-    if (p->dbias_acc)
-      for (int64_t i = 0; i < rows; i++)
-        for (int64_t v = 0; v < vocab; v++) p->dbias_acc[v] += p->logits[i * vocab + v];
-    snprintf(p->variants[3], sizeof p->variants[3], "%s", rt_gemm_names[p->gemm]);
-    return UBG_OK;
-  }
+  if (p->gemm != RT_GEMM_GENERATED) return run_dw_library(p, x, rows);
+  const bool in_dtype = p->accum_in_dtype;
   ubg_arg a[] = {
-      {"dlogits", UBG_ARG_PTR, {.p = p->logits}}, {"x", UBG_ARG_PTR, {.p = (void *)x}},
-      {"dw_acc", UBG_ARG_PTR, {.p = p->dw_acc}},  {"dbias_acc", UBG_ARG_PTR, {.p = p->dbias_acc}},
-      {"bt", UBG_ARG_I64, {.i = rows}},           {"hidden", UBG_ARG_I64, {.i = p->hidden}},
-      {"vocab", UBG_ARG_I64, {.i = vocab}},
+      T_ARG("dlogits", p->logits),
+      T_ARG("x", x),
+      T_ARG("dw_acc", p->dw_acc),
+      T_ARG("dbias_acc", p->dbias_acc),
+      T_ARG("dw_sum", in_dtype ? p->out->dweight : NULL),
+      T_ARG("dbias_sum", in_dtype ? p->out->dbias : NULL),
+      I_ARG("bt", rows),
+      I_ARG("hidden", p->hidden),
+      I_ARG("vocab", p->ce.vocab),
   };
   ubg_status s = rt_launch(p->ce.ctx, "flce", "dw", p->ce.dt, a, sizeof a / sizeof a[0]);
   if (!s) note_variant(p, 3);
