@@ -62,47 +62,10 @@ static int find_variant(const rt_pass *rp, int dtype, const char *name, int *dt_
   return -1;
 }
 
-/* the composite ops linked in; registered by constructors, before main */
-static rt_composite *composites;
-static int ncomposites;
-
-void rt_composite_register(rt_composite *c) {
-  if (ncomposites >= RT_MAX_COMPOSITES) abort(); /* a build-time limit: raise RT_MAX_COMPOSITES */
-  c->index = ncomposites++;
-  c->next = composites;
-  composites = c;
-}
-
-const rt_composite *rt_composite_find(const char *kernel, const char *pass) {
-  for (const rt_composite *c = composites; c && kernel && pass; c = c->next)
-    if (!strcmp(c->kernel, kernel) && !strcmp(c->pass, pass)) return c;
-  return NULL;
-}
-
-void rt_composite_forced(const ubg_ctx *ctx, const rt_composite *c, char *out, size_t n, const char **source) {
-  ubg_ctx *m = (ubg_ctx *)ctx; /* the lock only */
-  pthread_mutex_lock(&m->lock);
-  snprintf(out, n, "%s", ctx->composite_forced[c->index]);
-  if (source) *source = ctx->composite_from_env[c->index] ? "UBGEN_VARIANT" : "ubg_set_variant";
-  pthread_mutex_unlock(&m->lock);
-}
-
-/* ubg_set_variant of a composite op: its check, then the name kept */
-static ubg_status set_composite(ubg_ctx *ctx, const rt_composite *c, const char *variant, bool from_env) {
-  char why[200] = "too long";
-  if (variant && (strlen(variant) >= sizeof ctx->composite_forced[0] || c->check(ctx, variant, why, sizeof why) < 0))
-    return rt_fail(ctx, UBG_ENOTFOUND, "%s.%s has no variant \"%.160s\" (%s)", c->kernel, c->pass, variant, why);
-  pthread_mutex_lock(&ctx->lock);
-  snprintf(ctx->composite_forced[c->index], sizeof ctx->composite_forced[0], "%s", variant ? variant : "");
-  ctx->composite_from_env[c->index] = from_env;
-  pthread_mutex_unlock(&ctx->lock);
-  return UBG_OK;
-}
-
 ubg_status ubg_set_variant(ubg_ctx *ctx, const char *kernel, const char *pass, const char *variant) {
   if (!ctx) return rt_fail(NULL, UBG_EINVAL, "ubg_set_variant: ctx is NULL");
   const rt_composite *comp = rt_composite_find(kernel, pass);
-  if (comp) return set_composite(ctx, comp, variant, false);
+  if (comp) return rt_composite_set(ctx, comp, variant, false);
   rt_pass *rp;
   ubg_status s = rt_find_pass(ctx, kernel, pass, &rp);
   if (s) return s;
@@ -154,7 +117,7 @@ ubg_status rt_env_variants(ubg_ctx *ctx) {
     *dot = *eq = '\0';
     const char *kernel = e, *pass = dot + 1, *variant = eq + 1;
     const rt_composite *comp = rt_composite_find(kernel, pass);
-    s = comp ? set_composite(ctx, comp, variant, true) : ubg_set_variant(ctx, kernel, pass, variant);
+    s = comp ? rt_composite_set(ctx, comp, variant, true) : ubg_set_variant(ctx, kernel, pass, variant);
     if (s) {
       char why[600];
       snprintf(why, sizeof why, "%s", ubg_ctx_error(ctx));

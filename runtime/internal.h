@@ -100,27 +100,65 @@ struct ubg_ctx {
   int nasync;
 };
 
-/* ---- composite ops ----
+/* ---- composite ops (composite.c) ----
  * An op that is not one spec'd pass but runs several (ubg_flce) has
  * variants of its own (its chunk, its GEMMs): the axes of a "composites"
  * entry of its kernel's spec (ug_composite). Its typed wrapper registers
- * (kernel, pass) and a check of a variant's name at load time; then
- * ubg_set_variant forces one by name, as for any pass, and the wrapper
- * reads what is forced with rt_composite_forced. */
+ * (kernel, pass) at load time with what only it knows: which named values
+ * this build and CPU have and which dtypes they run. Then ubg_set_variant
+ * and UBGEN_VARIANT force a variant by name as for any pass, checked
+ * against the spec, and rt_composite_choose gives a call's values. */
+enum { RT_COMP_AXES = 8 };
 typedef struct rt_composite {
   const char *kernel, *pass;
-  /* 0 when name is one of its variants on ctx; else -1 and why (a phrase) */
-  int (*check)(const ubg_ctx *ctx, const char *name, char *why, size_t n);
+  /* -1 and why when the spec's composite is not one the wrapper can run
+   * (its axes in another order, a value it does not know); NULL: any */
+  int (*spec_ok)(const ug_kernel *k, const ug_composite *c, char *why, size_t n);
+  /* NULL when value v of named axis a is in this build and on this CPU,
+   * else why not (a phrase); NULL: all are */
+  const char *(*missing)(int a, int64_t v);
+  /* whether value v of named axis a runs calls of dtype; NULL: all do */
+  bool (*runs)(int a, int64_t v, ubg_dtype dtype);
   int index; /* its slot in ubg_ctx.composite_forced, set by rt_composite_register */
   struct rt_composite *next;
 } rt_composite;
 UBG_HIDDEN void rt_composite_register(rt_composite *c);
 /* the composite named (kernel, pass), or NULL */
 UBG_HIDDEN const rt_composite *rt_composite_find(const char *kernel, const char *pass);
+/* ctx's spec of c, when the wrapper can run it; else NULL and why */
+UBG_HIDDEN const ug_composite *rt_composite_spec(const ubg_ctx *ctx, const rt_composite *c, char *why, size_t n);
+/* 0 when name is one of c's variants on ctx (spelled as the spec's
+ * composite spells them, its named values here); else -1 and why */
+UBG_HIDDEN int rt_composite_check(const ubg_ctx *ctx, const rt_composite *c, const char *name, char *why, size_t n);
+/* ubg_set_variant of c: the name checked, then kept (NULL clears) */
+UBG_HIDDEN ubg_status rt_composite_set(ubg_ctx *ctx, const rt_composite *c, const char *variant, bool from_env);
 /* the name forced on ctx for c ("" when none), and who forced it:
  * "ubg_set_variant" or "UBGEN_VARIANT" */
 UBG_HIDDEN void rt_composite_forced(const ubg_ctx *ctx, const rt_composite *c, char *out, size_t n,
                                     const char **source);
+
+/* A call's variant of a composite op: each axis's value (an integer axis's
+ * number, a named axis's index into its values) and who chose it. */
+typedef struct {
+  int naxes;
+  int64_t value[RT_COMP_AXES];      /* an integer axis's default is -1 where its expression overflows */
+  const char *source[RT_COMP_AXES]; /* "ubg_set_variant", "UBGEN_VARIANT", "tuned", "spec rule" (an integer
+                                       axis's default) or "default" (a named axis's) */
+  bool forced_axis[RT_COMP_AXES];
+  char forced[64];                  /* the name forced on ctx, "" none */
+  const ug_tune_entry *entry;       /* ctx's tuning DB entry for the call's bucket and UB budget, or NULL */
+  bool entry_whole;                 /* it names a whole variant: entry_value holds it */
+  int64_t entry_value[RT_COMP_AXES];
+} rt_comp_choice;
+/* The variant of c for a call of this dtype and shape (its kernel's, in
+ * its order): per axis the value forced on ctx (a whole name fixes every
+ * axis, a partial one the axes it gives), else the tuning DB's entry when
+ * it is a whole variant and every shape value is at least 1, else the
+ * axis's default. A named value that does not run the dtype is replaced
+ * by the default; a tuned one this build or CPU lacks is not taken.
+ * -1 when ctx has no spec of c the wrapper can run. */
+UBG_HIDDEN int rt_composite_choose(const ubg_ctx *ctx, const rt_composite *c, ubg_dtype dtype, const int64_t *shape,
+                                   rt_comp_choice *ch);
 /* UBGEN_VARIANT's entries forced on a new context, as ubg_set_variant would */
 UBG_HIDDEN ubg_status rt_env_variants(ubg_ctx *ctx);
 

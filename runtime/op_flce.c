@@ -31,55 +31,6 @@
 static _Thread_local size_t last_scratch;
 size_t rt_flce_last_scratch_bytes(void) { return last_scratch; }
 
-static rt_composite flce_chunk;
-
-/* The flce spec's composite "chunk" as ctx serves it, when it is the one
- * this wrapper runs: first an integer axis (the rows per chunk, whose
- * default is the rule), then a named axis "gemm" of GEMMs it knows
- * (rt_gemm_names). NULL otherwise, with why. sh gets the kernel's shape
- * (its names in its order) for bt, hidden, vocab. */
-static const ug_composite *chunk_spec(const ug_kernel *k, int64_t bt, int64_t hidden, int64_t vocab, int64_t *sh,
-                                      char *why, size_t n) {
-  const ug_composite *c = ug_spec_composite(k, "chunk");
-  if (!c || c->naxes != 2 || c->axes[0].values || !c->axes[1].values || strcmp(c->axes[1].name, "gemm")) {
-    if (why) snprintf(why, n, "the flce spec%s declares no composite \"chunk\" with an integer axis and a \"gemm\" axis",
-                      k ? "" : " is not loaded: it");
-    return NULL;
-  }
-  for (int i = 0; i < c->axes[1].nvalues; i++) {
-    int g = 0;
-    while (g < 3 && strcmp(c->axes[1].values[i], rt_gemm_names[g])) g++;
-    if (g == 3 || g != i) {
-      if (why) snprintf(why, n, "the flce spec's gemm values must be generated, openblas, amx (in that order), not \"%s\"",
-                        c->axes[1].values[i]);
-      return NULL;
-    }
-  }
-  for (int i = 0; sh && i < k->nshape; i++)
-    sh[i] = !strcmp(k->shape[i], "bt") ? bt : !strcmp(k->shape[i], "hidden") ? hidden : !strcmp(k->shape[i], "vocab") ? vocab : 0;
-  return c;
-}
-
-int64_t rt_flce_rule_rows(const ug_kernel *flce, int64_t bt, int64_t hidden, int64_t vocab) {
-  int64_t c = bt, sh[8], n;
-  const ug_composite *comp = chunk_spec(flce, bt, hidden, vocab, sh, NULL, 0);
-  if (comp && ug_comp_default(&comp->axes[0], sh, &n) == 0) c = n;
-  if (c > bt) c = bt;
-  return c < 1 ? 1 : c;
-}
-
-/* Rows per chunk without a tuning DB: the variant forced on ctx, else the
- * rule (rule_rows) */
-int64_t rt_flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, int64_t vocab) {
-  int64_t c = rt_flce_rule_rows(rt_find_kernel(ctx, "flce"), bt, hidden, vocab), n;
-  rt_gemm gemm;
-  char forced[64] = "";
-  if (ctx) rt_composite_forced(ctx, &flce_chunk, forced, sizeof forced, NULL);
-  if (*forced && rt_flce_parse_variant(ctx, forced, &n, &gemm) == 0 && n > 0) c = n;
-  if (c > bt) c = bt;
-  return c < 1 ? 1 : c;
-}
-
 #ifdef UBG_HAVE_OPENBLAS
 const bool rt_have_openblas = true;
 #else
@@ -100,86 +51,101 @@ const char *rt_gemm_missing(rt_gemm g) {
   return NULL;
 }
 
+/* flce.chunk as this wrapper runs it: first an integer axis (the rows per
+ * chunk, whose default is the rule), then a named axis "gemm" of the GEMMs
+ * it knows, in rt_gemm's order */
+static int chunk_spec_ok(const ug_kernel *k, const ug_composite *c, char *why, size_t n) {
+  (void)k;
+  if (c->naxes != 2 || c->axes[0].values || !c->axes[1].values || strcmp(c->axes[1].name, "gemm")) {
+    if (why) snprintf(why, n, "the flce spec declares no composite \"chunk\" with an integer axis and a \"gemm\" axis");
+    return -1;
+  }
+  for (int i = 0; i < c->axes[1].nvalues; i++)
+    if (i > 2 || strcmp(c->axes[1].values[i], rt_gemm_names[i])) {
+      if (why) snprintf(why, n, "the flce spec's gemm values must be generated, openblas, amx (in that order), not \"%s\"",
+                        c->axes[1].values[i]);
+      return -1;
+    }
+  return 0;
+}
+static const char *gemm_missing(int axis, int64_t v) { return axis == 1 ? rt_gemm_missing((rt_gemm)v) : NULL; }
+static bool gemm_runs(int axis, int64_t v, ubg_dtype dtype) { return axis != 1 || rt_gemm_runs((rt_gemm)v, dtype); }
+
+static rt_composite flce_chunk = {"flce", "chunk", chunk_spec_ok, gemm_missing, gemm_runs, 0, NULL};
+__attribute__((constructor)) static void register_flce_chunk(void) { rt_composite_register(&flce_chunk); }
+
+/* (bt, hidden, vocab) in the order of the kernel's shape names */
+static void kernel_shape(const ug_kernel *k, int64_t bt, int64_t hidden, int64_t vocab, int64_t *sh) {
+  for (int i = 0; k && i < k->nshape; i++)
+    sh[i] = !strcmp(k->shape[i], "bt") ? bt : !strcmp(k->shape[i], "hidden") ? hidden : !strcmp(k->shape[i], "vocab") ? vocab : 0;
+}
+
+/* rows per chunk: n, at most bt, at least 1 */
+static int64_t rows_of(int64_t n, int64_t bt) {
+  const int64_t c = n > bt ? bt : n;
+  return c < 1 ? 1 : c;
+}
+
+int64_t rt_flce_rule_rows(const ug_kernel *flce, int64_t bt, int64_t hidden, int64_t vocab) {
+  int64_t sh[UG_TUNE_MAX_SHAPE], n = bt; /* bt where the rule overflows */
+  const ug_composite *comp = ug_spec_composite(flce, "chunk");
+  if (comp && flce->nshape <= UG_TUNE_MAX_SHAPE && chunk_spec_ok(flce, comp, NULL, 0) == 0) {
+    kernel_shape(flce, bt, hidden, vocab, sh);
+    if (ug_comp_default(&comp->axes[0], sh, &n) < 0) n = bt;
+  }
+  return rows_of(n, bt);
+}
+
 int rt_flce_parse_variant(const ubg_ctx *ctx, const char *s, int64_t *chunk, rt_gemm *gemm) {
-  const ug_composite *c = chunk_spec(rt_find_kernel(ctx, "flce"), 0, 0, 0, NULL, NULL, 0);
-  int64_t v[8];
-  bool given[8];
+  const ug_composite *c = rt_composite_spec(ctx, &flce_chunk, NULL, 0);
+  int64_t v[RT_COMP_AXES];
+  bool given[RT_COMP_AXES];
   if (!c || ug_comp_parse(c, s, v, given) < 0) return -1;
   *chunk = given[0] ? v[0] : 0;
   *gemm = (rt_gemm)v[1];
   return 0;
 }
 
-/* flce.chunk as a composite op: ubg_set_variant(ctx, "flce", "chunk",
- * "chunk=N[,gemm=openblas|amx]") forces a chunk and the GEMMs on ctx,
- * "gemm=B" the GEMMs alone */
-static int check_chunk_variant(const ubg_ctx *ctx, const char *name, char *why, size_t n) {
-  int64_t chunk;
+/* Rows per chunk without a tuning DB: the variant forced on ctx, else the
+ * rule (rule_rows) */
+int64_t rt_flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, int64_t vocab) {
+  int64_t c = rt_flce_rule_rows(rt_find_kernel(ctx, "flce"), bt, hidden, vocab), n;
   rt_gemm gemm;
-  const ug_composite *c = chunk_spec(rt_find_kernel(ctx, "flce"), 0, 0, 0, NULL, why, n);
-  if (!c) return -1;
-  if (rt_flce_parse_variant(ctx, name, &chunk, &gemm) < 0) {
-    const ug_comp_axis *a = &c->axes[0];
-    snprintf(why, n,
-             "its variants are %s=N, %s=N,gemm=openblas and %s=N,gemm=amx, N from %lld to %lld; gemm=B "
-             "(generated, openblas, amx) forces the GEMMs alone",
-             a->name, a->name, a->name, (long long)a->min, (long long)a->max);
-    return -1;
-  }
-  const char *missing = rt_gemm_missing(gemm);
-  if (missing) {
-    snprintf(why, n, "gemm=%s, but %s", rt_gemm_names[gemm], missing);
-    return -1;
-  }
-  return 0;
+  char forced[64] = "";
+  if (ctx) rt_composite_forced(ctx, &flce_chunk, forced, sizeof forced, NULL);
+  if (*forced && rt_flce_parse_variant(ctx, forced, &n, &gemm) == 0 && n > 0) c = rows_of(n, bt);
+  return c;
 }
-static rt_composite flce_chunk = {"flce", "chunk", check_chunk_variant, 0, NULL};
-__attribute__((constructor)) static void register_flce_chunk(void) { rt_composite_register(&flce_chunk); }
 
-/* The rule, a forced variant and the tuning DB's entry for this call
- * (`ubgen tune flce.chunk`): kernel "flce", pass "chunk", the shape bucket
- * of (bt, hidden, vocab), variant "chunk=N" or "chunk=N,gemm=B". A variant
- * forced by ubg_set_variant or UBGEN_VARIANT wins over the entry: a whole
- * one fixes both, "gemm=B" the GEMMs alone. A GEMM that does not run the
- * dtype is not chosen, and an entry naming one this build or CPU does not
- * have keeps the generated GEMMs. */
+/* The composite's choice for this call (rt_composite_choose), as ubg_flce
+ * runs it: the rows per chunk at most bt, the rule's where it is the
+ * default, and the GEMMs; the tuning DB's entry beside them. */
 void rt_flce_choose(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, int64_t vocab, rt_flce_choice *c) {
   static _Thread_local char forced[64];
   memset(c, 0, sizeof *c);
-  c->chunk = rt_flce_rule_rows(rt_find_kernel(ctx, "flce"), bt < 0 ? 0 : bt, hidden < 1 ? 1 : hidden, vocab < 1 ? 1 : vocab);
+  const ug_kernel *k = rt_find_kernel(ctx, "flce");
+  c->chunk = rt_flce_rule_rows(k, bt < 0 ? 0 : bt, hidden < 1 ? 1 : hidden, vocab < 1 ? 1 : vocab);
   c->chunk_source = "spec rule";
   c->gemm = RT_GEMM_GENERATED;
   c->gemm_source = "default";
-  const char *source;
-  rt_composite_forced(ctx, &flce_chunk, forced, sizeof forced, &source);
   c->forced = forced;
-  int64_t n;
-  rt_gemm gemm;
-  bool chunk_forced = false, gemm_forced = false;
-  if (*forced && rt_flce_parse_variant(ctx, forced, &n, &gemm) == 0) {
-    c->gemm_source = source;
-    c->gemm = rt_gemm_runs(gemm, dtype) ? gemm : RT_GEMM_GENERATED;
-    gemm_forced = true;
-    if (n > 0) {
-      c->chunk = n < bt ? n : bt < 1 ? 1 : bt;
-      c->chunk_source = source;
-      chunk_forced = true;
-    }
+  forced[0] = '\0';
+  int64_t sh[UG_TUNE_MAX_SHAPE];
+  rt_comp_choice ch;
+  if (!k || k->nshape > UG_TUNE_MAX_SHAPE) return;
+  kernel_shape(k, bt, hidden, vocab, sh);
+  if (rt_composite_choose(ctx, &flce_chunk, dtype, sh, &ch) < 0) return;
+  snprintf(forced, sizeof forced, "%s", ch.forced);
+  if (strcmp(ch.source[0], "spec rule")) {
+    c->chunk = rows_of(ch.value[0], bt);
+    c->chunk_source = ch.source[0];
   }
-  if (!ctx->tunedb.n || bt < 1 || hidden < 1 || vocab < 1) return;
-  /* the entry, which a whole forced variant overrides (plan shows both) */
-  const int64_t shape[3] = {ug_tune_bucket(bt), ug_tune_bucket(hidden), ug_tune_bucket(vocab)};
-  static const char *const names[3] = {"bt", "hidden", "vocab"};
-  c->entry = ug_tunedb_find(&ctx->tunedb, "flce", "chunk", (int)dtype, 3, names, shape, ctx->ub_bytes);
-  if (!c->entry || rt_flce_parse_variant(ctx, c->entry->variant, &n, &gemm) < 0 || n == 0) return; /* whole variants only */
-  c->entry_chunk = n;
-  c->entry_gemm = gemm;
-  if (chunk_forced) return;
-  c->chunk = n < bt ? n : bt;
-  c->chunk_source = "tuned";
-  if (!gemm_forced && rt_gemm_runs(gemm, dtype) && !rt_gemm_missing(gemm)) {
-    c->gemm = gemm;
-    c->gemm_source = "tuned";
+  c->gemm = (rt_gemm)ch.value[1];
+  c->gemm_source = ch.source[1];
+  c->entry = ch.entry;
+  if (ch.entry_whole) {
+    c->entry_chunk = ch.entry_value[0];
+    c->entry_gemm = (rt_gemm)ch.entry_value[1];
   }
 }
 
@@ -518,7 +484,7 @@ ubg_status ubg_flce(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, i
   if (s) return s;
   /* the chunk only now: its rule does arithmetic on the sizes */
   char why[300];
-  if (!chunk_spec(rt_find_kernel(ctx, "flce"), bt, hidden, vocab, NULL, why, sizeof why))
+  if (!rt_composite_spec(ctx, &flce_chunk, why, sizeof why))
     return rt_fail(ctx, UBG_EINVAL, "ubg_flce: %s", why);
   rt_flce_choice choice;
   rt_flce_choose(ctx, dtype, bt, hidden, vocab, &choice);

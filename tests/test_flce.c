@@ -1435,7 +1435,7 @@ Test(flce_refuses, gemm_backend_setting) {
   ubg_ctx *ctx = NULL;
   cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_ENOTFOUND);
   cr_assert(strstr(ubg_ctx_error(NULL), "UBGEN_VARIANT entry flce.chunk=gemm=cublas") &&
-                strstr(ubg_ctx_error(NULL), "forces the GEMMs alone"),
+                strstr(ubg_ctx_error(NULL), "forces the gemm axis alone"),
             "%s", ubg_ctx_error(NULL));
   setenv("UBGEN_VARIANT", "flce.chunk=gemm=generated", 1);
   cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
