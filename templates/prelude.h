@@ -462,6 +462,25 @@ UBG_INLINE float ubg_lanes_fold(const float *acc) {
   return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 }
 
+/* The same with four times the lanes, UBG_LANES4: element d of a row to lane
+ * d % 64, folded to UBG_LANES lanes by a fixed tree, then by ubg_lanes_fold.
+ * A row's sum then runs as four independent vector chains instead of one,
+ * so it is not bound by an add's latency. A kernel that uses them tiles by
+ * multiples of 64 (BLOCK_D >= 64 in its spec). */
+#define UBG_LANES4 64
+
+UBG_INLINE void ubg_lanes4_zero(float *acc) {
+  int l;
+  for (l = 0; l < UBG_LANES4; l++) acc[l] = 0.0f;
+}
+
+UBG_INLINE float ubg_lanes4_fold(const float *acc) {
+  float a[UBG_LANES];
+  int l;
+  for (l = 0; l < UBG_LANES; l++) a[l] = (acc[l] + acc[l + 16]) + (acc[l + 32] + acc[l + 48]);
+  return ubg_lanes_fold(a);
+}
+
 /* ---- e^x -------------------------------------------------------------------
  * expf with + - * and bit operations only (Cephes' range reduction and
  * polynomial, within 2 ulp), so one loop of it is vectorized by gcc and
