@@ -383,67 +383,6 @@ Test(cli, tune_says_before_it_starts_that_it_will_take_long) {
   run_free(&r);
 }
 
-/* a composite op is tuned at its spec's "tune" dtypes and cases, with its
- * kernel and alone; one with no tuner in this ubgen is named, not run */
-Test(cli, tune_sweeps_a_composites_tune_section) {
-  char *dir = path_in(scratch, "comp");
-  cr_assert_eq(mkdir(dir, 0755), 0);
-  char *spec = slurp(UBGEN_SRC "/specs/flce.json");
-  cr_assert_not_null(spec);
-  const char *from = "\"tune\": {\"dtypes\": [\"f32\", \"bf16\"], \"cases\": [{\"bt\": 512, \"hidden\": 512, \"vocab\": 16384}]}";
-  char *at = strstr(spec, from);
-  cr_assert_not_null(at, "the shipped tune section");
-  char *mod = malloc(strlen(spec) + 256);
-  sprintf(mod, "%.*s\"tune\": {\"dtypes\": [\"bf16\"], \"cases\": [{\"bt\": 64, \"hidden\": 32, \"vocab\": 512}, "
-               "{\"bt\": 32, \"hidden\": 32, \"vocab\": 256}, {\"bt\": 16, \"hidden\": 16, \"vocab\": 64}]}%s",
-          (int)(at - spec), spec, at + strlen(from));
-  char *dst = path_in(dir, "flce.json");
-  write_file(dst, mod);
-  copy_in("specs/flce_ref.c", dir);
-  run_result r = ubgen("tune flce.chunk --specs %s --dry-run", dir);
-  assert_status(r, 0);
-  cr_assert(strstr(r.out, "3 units (pass, dtype, shape)"), "one dtype, three cases: %s", r.out);
-  run_free(&r);
-  r = ubgen("tune flce.chunk --specs %s --dtype f32 --dtype f16 --dry-run", dir);
-  assert_status(r, 0);
-  cr_assert(strstr(r.out, "6 units (pass, dtype, shape)"), "--dtype wins: %s", r.out);
-  run_free(&r);
-  r = ubgen("tune flce.chunk --specs %s --dtype bf16 --reps 1 --db %s/comp.json", dir, scratch);
-  assert_status(r, 0);
-  cr_assert(strstr(r.out, "flce.chunk  bf16  bt=16,hidden=16,vocab=64"), "%s", r.out);
-  run_free(&r);
-  char *db = path_in(scratch, "comp.json");
-  char *text = slurp(db);
-  json_t *j = parse_json(text);
-  json_t *e = json_object_get(j, "entries");
-  cr_assert_eq(json_array_size(e), 3, "an entry per case");
-  json_t *e0 = json_array_get(e, 0);
-  cr_assert_str_eq(json_string_value(json_object_get(e0, "pass")), "chunk");
-  cr_assert_not_null(json_object_get(json_object_get(e0, "shape"), "vocab"), "the kernel's shape names");
-  json_decref(j);
-  free(text), free(db);
-
-  /* the kernel of bad-specs 106 with its composite made well formed: no tuner */
-  char *udir = path_in(scratch, "user");
-  cr_assert_eq(mkdir(udir, 0755), 0);
-  copy_in("tests/bad-specs/106-composite-min-above-max/bad.c.tmpl", udir);
-  char *bad = slurp(UBGEN_SRC "/tests/bad-specs/106-composite-min-above-max/bad.json");
-  char *mm = strstr(bad, "\"min\": 8, \"max\": 4");
-  cr_assert_not_null(mm);
-  memcpy(mm, "\"min\": 1, \"max\": 4", strlen("\"min\": 1, \"max\": 4"));
-  char *udst = path_in(udir, "bad.json");
-  write_file(udst, bad);
-  r = ubgen("tune bad.chunk --specs %s --dry-run", udir);
-  assert_status(r, 2);
-  cr_assert(strstr(r.err, "bad.chunk is a composite op of kernel bad, and this ubgen has no tuner for it"), "%s", r.err);
-  run_free(&r);
-  r = ubgen("tune bad --specs %s --no-reference --db %s/user.json", udir, scratch);
-  assert_status(r, 0);
-  cr_assert(strstr(r.out, "bad.chunk: no tuner for this composite op in this ubgen; skipped"), "%s", r.out);
-  run_free(&r);
-  free(udst), free(bad), free(udir), free(dst), free(mod), free(spec), free(dir);
-}
-
 Test(cli, check_names_a_kernel_as_list_and_emit_do) {
   run_result by_target = ubgen("check tune_probe --specs %s/tests/specs --no-reference", UBGEN_SRC);
   run_result by_option = ubgen("check --kernel tune_probe --specs %s/tests/specs --no-reference", UBGEN_SRC);
@@ -1188,6 +1127,56 @@ static void edit_file(const char *path, const char *from, const char *to) {
   sprintf(mod, "%.*s%s%s", (int)(at - t), t, to, at + strlen(from));
   write_file(path, mod);
   free(mod), free(t);
+}
+
+/* r exited with status and said want (on stderr or stdout); r freed */
+static void expect_says(run_result r, int status, bool on_err, const char *want) {
+  assert_status(r, status);
+  const char *said = on_err ? r.err : r.out;
+  cr_assert(strstr(said, want), "expected \"%s\" in: %s", want, said);
+  run_free(&r);
+}
+
+/* a composite op is tuned at its spec's "tune" dtypes and cases, with its
+ * kernel and alone; one with no tuner in this ubgen is named, not run */
+Test(cli, tune_sweeps_a_composites_tune_section) {
+  char *dir = path_in(scratch, "comp");
+  cr_assert_eq(mkdir(dir, 0755), 0);
+  copy_in("specs/flce.json", dir);
+  copy_in("specs/flce_ref.c", dir);
+  char *spec = path_in(dir, "flce.json");
+  edit_file(spec, "\"tune\": {\"dtypes\": [\"f32\", \"bf16\"], \"cases\": [{\"bt\": 512, \"hidden\": 512, \"vocab\": 16384}]}",
+            "\"tune\": {\"dtypes\": [\"bf16\"], \"cases\": [{\"bt\": 64, \"hidden\": 32, \"vocab\": 512}, "
+            "{\"bt\": 32, \"hidden\": 32, \"vocab\": 256}, {\"bt\": 16, \"hidden\": 16, \"vocab\": 64}]}");
+  /* one dtype, three cases; --dtype wins over the section's */
+  expect_says(ubgen("tune flce.chunk --specs %s --dry-run", dir), 0, false, "3 units (pass, dtype, shape)");
+  expect_says(ubgen("tune flce.chunk --specs %s --dtype f32 --dtype f16 --dry-run", dir), 0, false,
+              "6 units (pass, dtype, shape)");
+  expect_says(ubgen("tune flce.chunk --specs %s --dtype bf16 --reps 1 --db %s/comp.json", dir, scratch), 0, false,
+              "flce.chunk  bf16  bt=16,hidden=16,vocab=64");
+  char *db = path_in(scratch, "comp.json");
+  char *text = slurp(db);
+  json_t *j = parse_json(text);
+  json_t *e = json_object_get(j, "entries");
+  cr_assert_eq(json_array_size(e), 3, "an entry per case");
+  json_t *e0 = json_array_get(e, 0);
+  cr_assert_str_eq(json_string_value(json_object_get(e0, "pass")), "chunk");
+  cr_assert_not_null(json_object_get(json_object_get(e0, "shape"), "vocab"), "the kernel's shape names");
+  json_decref(j);
+  free(text), free(db);
+
+  /* the kernel of bad-specs 106 with its composite made well formed: no tuner */
+  char *udir = path_in(scratch, "user");
+  cr_assert_eq(mkdir(udir, 0755), 0);
+  copy_in("tests/bad-specs/106-composite-min-above-max/bad.c.tmpl", udir);
+  copy_in("tests/bad-specs/106-composite-min-above-max/bad.json", udir);
+  char *bad = path_in(udir, "bad.json");
+  edit_file(bad, "\"min\": 8, \"max\": 4", "\"min\": 1, \"max\": 4");
+  expect_says(ubgen("tune bad.chunk --specs %s --dry-run", udir), 2, true,
+              "bad.chunk is a composite op of kernel bad, and this ubgen has no tuner for it");
+  expect_says(ubgen("tune bad --specs %s --no-reference --db %s/user.json", udir, scratch), 0, false,
+              "bad.chunk: no tuner for this composite op in this ubgen; skipped");
+  free(bad), free(udir), free(spec), free(dir);
 }
 
 /* DIR/probe: tests/specs/tune_probe (y = 2 x, but 3 x in its d64 variant)
