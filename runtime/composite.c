@@ -4,12 +4,12 @@
  * in, a variant's name checked against the spec, the name forced on a
  * context, and the choice for a call — forced, else tuned, else the
  * spec's default — so a typed wrapper only reads the values it runs. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "../gen/lib/strbuf.h"
 
 /* the composite ops linked in; registered by constructors, before main */
 static rt_composite *composites;
@@ -45,48 +45,37 @@ const ug_composite *rt_composite_spec(const ubg_ctx *ctx, const rt_composite *c,
   return comp;
 }
 
-/* printf onto the end of out (n bytes), cut at its end */
-static void append(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void append(char *out, size_t n, const char *fmt, ...) {
-  const size_t l = strlen(out);
-  va_list ap;
-  va_start(ap, fmt);
-  if (l + 1 < n) vsnprintf(out + l, n - l, fmt, ap);
-  va_end(ap);
-}
-
 /* a named axis's values, "generated, openblas, amx" */
-static void append_values(char *out, size_t n, const ug_comp_axis *a) {
-  for (int v = 0; v < a->nvalues; v++) append(out, n, "%s%s", v ? ", " : "", a->values[v]);
+static void put_values(ug_buf *b, const ug_comp_axis *a) {
+  for (int v = 0; v < a->nvalues; v++) ug_buf_printf(b, "%s%s", v ? ", " : "", a->values[v]);
 }
 
 /* The spellings of comp's variants as a message lists them: "chunk=N,
  * chunk=N,gemm=openblas and chunk=N,gemm=amx, N from 1 to 1073741824;
  * gemm=B (generated, openblas, amx) forces the gemm axis alone" */
-static void describe_variants(const ug_composite *comp, char *out, size_t n) {
+static void describe_variants(const ug_composite *comp, ug_buf *b) {
   const ug_comp_axis *a0 = &comp->axes[0];
   char head[80];
   snprintf(head, sizeof head, "%s=%s", a0->name, a0->values ? "B" : "N");
   int count = 1, total = 1;
   for (int i = 1; i < comp->naxes; i++) total += comp->axes[i].values ? comp->axes[i].nvalues - 1 : 1;
-  out[0] = '\0';
-  append(out, n, "%s", head);
+  ug_buf_puts(b, head);
   for (int i = 1; i < comp->naxes; i++) {
     const ug_comp_axis *a = &comp->axes[i];
     for (int v = a->values ? 1 : 0; v < (a->values ? a->nvalues : 1); v++, count++)
-      append(out, n, "%s%s,%s=%s", count + 1 == total ? " and " : ", ", head, a->name, a->values ? a->values[v] : "N");
+      ug_buf_printf(b, "%s%s,%s=%s", count + 1 == total ? " and " : ", ", head, a->name, a->values ? a->values[v] : "N");
   }
   if (a0->values) {
-    append(out, n, ", B one of ");
-    append_values(out, n, a0);
+    ug_buf_puts(b, ", B one of ");
+    put_values(b, a0);
   } else {
-    append(out, n, ", N from %lld to %lld", (long long)a0->min, (long long)a0->max);
+    ug_buf_printf(b, ", N from %lld to %lld", (long long)a0->min, (long long)a0->max);
   }
   for (int i = 1; i < comp->naxes; i++) {
     const ug_comp_axis *a = &comp->axes[i];
-    append(out, n, "; %s=%s", a->name, a->values ? "B (" : "N");
-    if (a->values) append_values(out, n, a), append(out, n, ")");
-    append(out, n, " forces the %s axis alone", a->name);
+    ug_buf_printf(b, "; %s=%s", a->name, a->values ? "B (" : "N");
+    if (a->values) put_values(b, a), ug_buf_puts(b, ")");
+    ug_buf_printf(b, " forces the %s axis alone", a->name);
   }
 }
 
@@ -96,9 +85,10 @@ int rt_composite_check(const ubg_ctx *ctx, const rt_composite *c, const char *na
   int64_t v[RT_COMP_AXES];
   bool given[RT_COMP_AXES];
   if (ug_comp_parse(comp, name, v, given) < 0) {
-    char spellings[300];
-    describe_variants(comp, spellings, sizeof spellings);
-    snprintf(why, n, "its variants are %s", spellings);
+    ug_buf b = {0};
+    describe_variants(comp, &b);
+    snprintf(why, n, "its variants are %s", ug_buf_str(&b));
+    ug_buf_free(&b);
     return -1;
   }
   for (int i = 0; i < comp->naxes; i++) {
@@ -140,7 +130,7 @@ int rt_composite_choose(const ubg_ctx *ctx, const rt_composite *c, ubg_dtype dty
   /* the defaults: an integer axis's expression over the shape, a named axis's first value */
   for (int i = 0; i < comp->naxes; i++) {
     ch->source[i] = comp->axes[i].values ? "default" : "spec rule";
-    if (!comp->axes[i].values && ug_comp_default(&comp->axes[i], shape, &ch->value[i]) < 0) ch->value[i] = -1;
+    if (!comp->axes[i].values && ug_comp_default(&comp->axes[i], shape, &ch->value[i]) < 0) ch->overflow[i] = true;
   }
   /* forced: a whole name every axis, a partial one the axes it gives */
   const char *source;
@@ -150,7 +140,7 @@ int rt_composite_choose(const ubg_ctx *ctx, const rt_composite *c, ubg_dtype dty
   if (*ch->forced && ug_comp_parse(comp, ch->forced, v, given) == 0) {
     for (int i = 0; i < comp->naxes; i++) {
       if (!given[i] && !given[0]) continue;
-      ch->source[i] = source, ch->forced_axis[i] = true;
+      ch->source[i] = source, ch->forced_axis[i] = true, ch->overflow[i] = false;
       /* a named value that does not run the dtype is not run: its default is */
       ch->value[i] = comp->axes[i].values && c->runs && !c->runs(i, v[i], dtype) ? 0 : v[i];
     }
@@ -170,7 +160,7 @@ int rt_composite_choose(const ubg_ctx *ctx, const rt_composite *c, ubg_dtype dty
     if (ch->forced_axis[i]) continue;
     const bool named = comp->axes[i].values != NULL;
     if (named && ((c->runs && !c->runs(i, v[i], dtype)) || (c->missing && c->missing(i, v[i])))) continue;
-    ch->value[i] = v[i];
+    ch->value[i] = v[i], ch->overflow[i] = false;
     ch->source[i] = "tuned";
   }
   return 0;

@@ -141,7 +141,8 @@ UBG_HIDDEN void rt_composite_forced(const ubg_ctx *ctx, const rt_composite *c, c
  * number, a named axis's index into its values) and who chose it. */
 typedef struct {
   int naxes;
-  int64_t value[RT_COMP_AXES];      /* an integer axis's default is -1 where its expression overflows */
+  int64_t value[RT_COMP_AXES];
+  bool overflow[RT_COMP_AXES];      /* an integer axis whose default expression overflows here: value unset */
   const char *source[RT_COMP_AXES]; /* "ubg_set_variant", "UBGEN_VARIANT", "tuned", "spec rule" (an integer
                                        axis's default) or "default" (a named axis's) */
   bool forced_axis[RT_COMP_AXES];

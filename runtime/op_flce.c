@@ -124,7 +124,7 @@ void rt_flce_choose(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hid
   static _Thread_local char forced[64];
   memset(c, 0, sizeof *c);
   const ug_kernel *k = rt_find_kernel(ctx, "flce");
-  c->chunk = rt_flce_rule_rows(k, bt < 0 ? 0 : bt, hidden < 1 ? 1 : hidden, vocab < 1 ? 1 : vocab);
+  c->chunk = rows_of(bt, bt); /* where the spec has no rule or it overflows */
   c->chunk_source = "spec rule";
   c->gemm = RT_GEMM_GENERATED;
   c->gemm_source = "default";
@@ -133,13 +133,11 @@ void rt_flce_choose(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hid
   int64_t sh[UG_TUNE_MAX_SHAPE];
   rt_comp_choice ch;
   if (!k || k->nshape > UG_TUNE_MAX_SHAPE) return;
-  kernel_shape(k, bt, hidden, vocab, sh);
+  kernel_shape(k, bt < 0 ? 0 : bt, hidden < 1 ? 1 : hidden, vocab < 1 ? 1 : vocab, sh);
   if (rt_composite_choose(ctx, &flce_chunk, dtype, sh, &ch) < 0) return;
   snprintf(forced, sizeof forced, "%s", ch.forced);
-  if (strcmp(ch.source[0], "spec rule")) {
-    c->chunk = rows_of(ch.value[0], bt);
-    c->chunk_source = ch.source[0];
-  }
+  if (!ch.overflow[0]) c->chunk = rows_of(ch.value[0], bt);
+  c->chunk_source = ch.source[0];
   c->gemm = (rt_gemm)ch.value[1];
   c->gemm_source = ch.source[1];
   c->entry = ch.entry;
