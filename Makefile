@@ -56,10 +56,11 @@ else ifneq ($(BLAS),)
 $(error BLAS=$(BLAS): the only optional BLAS is openblas)
 endif
 
-GEN_LIB  := diag strbuf json_text json_loc expr spec_names spec_json spec_exprs spec_sections spec_composite spec_load point ubplan variant render source emit fsutil specset bind strategy tunedb_index tunedb_read tunedb tuned
-GEN_CLI  := cli suggest help cmd_list cmd_plan plan_flce cmd_emit emit_tuned cmd_check cmd_tune cmd_tune_merge tune_timing tune_flce tune_svg shape_arg check_run check_ref
+GEN_LIB  := diag strbuf json_text json_loc expr spec_names spec_json spec_exprs spec_sections spec_composite spec_run spec_load point ubplan variant render source emit fsutil specset bind strategy tunedb_index tunedb_read tunedb tuned
+GEN_CLI  := cli suggest help cmd_list cmd_plan plan_composite cmd_emit emit_tuned cmd_check cmd_tune cmd_tune_merge tune_timing tune_composite tune_svg shape_arg check_run check_ref
 # the typed entry points (runtime/op_*.c) are found, so a kernel's wrapper is one new file
 RUNTIME  := messages config registry kernels pools grid ctx composite launch jit jit_tcc jit_gcc datadir ce_rows gemm_amx \
+  composite_run launch_api routines routine_gemm routine_ce \
   $(patsubst runtime/%.c,%,$(wildcard runtime/op_*.c))
 
 GEN_OBJS := $(GEN_LIB:%=$(BUILD)/obj/gen/lib/%.o)
@@ -101,7 +102,7 @@ $(BUILD)/obj/runtime/%.o: runtime/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(LIBFLAGS) $(CFLAGS) -c $< -o $@
 # switching BLAS rebuilds the one file that uses it
-$(BUILD)/obj/runtime/op_flce.o: $(BUILD)/blas-$(BLAS).flag
+$(BUILD)/obj/runtime/routine_gemm.o: $(BUILD)/blas-$(BLAS).flag
 $(BUILD)/blas-$(BLAS).flag:
 	@mkdir -p $(@D)
 	@rm -f $(BUILD)/blas-*.flag

@@ -28,7 +28,7 @@
  * logits). glibc's mmap threshold is pinned at 256 KiB (mallopt) so a large
  * block freed by one call is returned to the kernel and shows again in the
  * next call's peak, instead of being recycled from a heap already resident.
- * Also shown: rt_flce_last_scratch_bytes() and rt_flce_chunk_rows() (the
+ * Also shown: rt_composite_last_scratch_bytes() and rt_composite_chunk_rows() (the
  * chunk is Liger's rule, or --chunk N: both providers then force chunk=N).
  * Passes alone: the generated flce.logits, flce.dx and flce.dw passes
  * (ubg_launch) against cblas_sgemm on the same shapes, in GFLOP/s, and
@@ -73,8 +73,9 @@
 
 /* from libubgen.a (runtime/op_flce.c); weak so that the benchmark links and
  * runs its baselines against a library without them */
-extern size_t rt_flce_last_scratch_bytes(void) __attribute__((weak));
-extern int64_t rt_flce_chunk_rows(const ubg_ctx *, int64_t bt, int64_t hidden, int64_t vocab) __attribute__((weak));
+extern size_t rt_composite_last_scratch_bytes(void) __attribute__((weak));
+extern int64_t rt_composite_chunk_rows(const ubg_ctx *, const char *kernel, const char *op, ubg_dtype dtype,
+                                       const int64_t *shape, int64_t rows) __attribute__((weak));
 
 enum { H = 1024, V = 32768, MAXN = 16, MAXREPS = 64, NPROV = 4, CHECK_BT = 256 };
 enum { P_GEMMS, P_NAIVE, P_UBGEN, P_UBGEN_OB }; /* providers */
@@ -311,7 +312,7 @@ static int64_t next_pow2(int64_t x) {
 }
 /* ubg_flce's rows per chunk, or Liger's rule when the library cannot say */
 static int64_t chunk_rows(const ubg_ctx *ctx, int64_t bt) {
-  if (rt_flce_chunk_rows) return rt_flce_chunk_rows(ctx, bt, H, V);
+  if (rt_composite_chunk_rows) return rt_composite_chunk_rows(ctx, "flce", "chunk", UBG_F32, (const int64_t[3]){bt, H, V}, bt);
   int64_t ratio = (V + H - 1) / H;
   return next_pow2((bt + ratio - 1) / ratio);
 }
@@ -637,8 +638,8 @@ int main(int argc, char **argv) {
         mb[f][r] = mem_end(m);
         held[f][r] = m.rss0 >= 0 ? (double)(status_kb("VmRSS:") - m.rss0) / 1024.0 : NAN;
         tf[f][r] = f <= F_NAIVE ? p.t_fwd : NAN;
-        if (f >= F_UB_FWD && rt_flce_last_scratch_bytes)
-          scratch[f] = fmax(scratch[f], (double)rt_flce_last_scratch_bytes() / (1 << 20));
+        if (f >= F_UB_FWD && rt_composite_last_scratch_bytes)
+          scratch[f] = fmax(scratch[f], (double)rt_composite_last_scratch_bytes() / (1 << 20));
       }
     const double flop3 = 3 * 2.0 * (double)bt * V * H;
     printf("\nBT=%lld  chunk %lld rows; naive logits BT x V x 4 = %.0f MB; 3 GEMMs = %.0f GFLOP; %d run%s\n",
@@ -663,7 +664,7 @@ int main(int argc, char **argv) {
       mem[q][0][bi] = (bench_stats){mfw, mfw, mfw}, mem[q][1][bi] = (bench_stats){mfl, mfl, mfl};
       bench_stats rs = stats_of(ratio, reps, 1);
       char scr[32] = "-";
-      if (q >= P_UBGEN && rt_flce_last_scratch_bytes) snprintf(scr, sizeof scr, "%.1f", scratch[fl]);
+      if (q >= P_UBGEN && rt_composite_last_scratch_bytes) snprintf(scr, sizeof scr, "%.1f", scratch[fl]);
       printf("%-15s %11.1f %11.1f %11.1f %10.1f %11.1f %11.1f %11s %7.2fx\n", prov_names[q], sp[q][0][bi].p50,
              sp[q][1][bi].p50, sp[q][2][bi].p50, flop3 / (sp[q][2][bi].p50 * 1e-3) * 1e-9, mfw, mfl, scr, rs.p50);
       double h = max_of(held[fl], reps);

@@ -62,11 +62,16 @@ static ubg_status check_options(const rt_ce_rows *c) {
   return UBG_OK;
 }
 
-ubg_status rt_ce_rows_check(rt_ce_rows *c, const ubg_flce_opts *opts, float *loss, float *z_loss, int64_t *argmax,
-                            float *token_accuracy, rt_region *r, int *nr) {
+void rt_ce_rows_set(rt_ce_rows *c, const ubg_flce_opts *opts, float *loss, float *z_loss, int64_t *argmax,
+                    float *token_accuracy) {
   if (opts) c->o = *opts;
   else ubg_flce_opts_init(&c->o);
   c->loss = loss, c->z_loss = z_loss, c->argmax = argmax, c->token_accuracy = token_accuracy;
+}
+
+ubg_status rt_ce_rows_check(rt_ce_rows *c, const ubg_flce_opts *opts, float *loss, float *z_loss, int64_t *argmax,
+                            float *token_accuracy, rt_region *r, int *nr) {
+  rt_ce_rows_set(c, opts, loss, z_loss, argmax, token_accuracy);
   if (!c->target) return rt_fail(c->ctx, UBG_EINVAL, "%s: target is NULL", c->fn);
   if (!loss) return rt_fail(c->ctx, UBG_EINVAL, "%s: out->loss is NULL", c->fn);
   ubg_status s = check_options(c);
@@ -146,6 +151,19 @@ static void *scratch(size_t n, size_t *bytes) {
   return q;
 }
 
+void rt_ce_rows_begin(rt_ce_rows *c) { reduction_factors(c); }
+
+void rt_ce_rows_place(rt_ce_rows *c, int64_t chunk, void *scratch) {
+  const bool none = c->o.reduction == UBG_REDUCE_NONE;
+  const size_t rows = (size_t)(chunk > 0 ? chunk : 1);
+  char *s = scratch;
+  c->loss_rows = c->z_rows = NULL;
+  c->argmax_rows = NULL;
+  if (!none) c->loss_rows = (float *)s, s += lines(rows * 4);
+  if (!none && c->z_loss) c->z_rows = (float *)s, s += lines(rows * 4);
+  if (c->token_accuracy && !c->argmax) c->argmax_rows = (int64_t *)s;
+}
+
 ubg_status rt_ce_rows_prepare(rt_ce_rows *c, int64_t chunk, size_t *bytes) {
   reduction_factors(c);
   const bool none = c->o.reduction == UBG_REDUCE_NONE;
@@ -187,7 +205,7 @@ ubg_status rt_ce_rows_run(rt_ce_rows *c, float *logits, int64_t off, int64_t row
       {"grad_scale", UBG_ARG_F64, {.f = go && !none ? go[0] : 1.0f}},
       {"token_scaling", UBG_ARG_I64, {.i = c->o.token_scaling}},
   };
-  ubg_status s = rt_launch(c->ctx, "flce", "ce", c->dt, a, sizeof a / sizeof a[0]);
+  ubg_status s = rt_launch(c->ctx, c->kernel, c->pass, c->dt, a, sizeof a / sizeof a[0]);
   if (s) return s;
   const char *v = ubg_ctx_last_variant(c->ctx);
   snprintf(c->variant, sizeof c->variant, "%s", v ? v : "?");

@@ -22,6 +22,7 @@ typedef struct {
 typedef struct {
   ubg_ctx *ctx;
   const char *fn; /* "ubg_flce" or "ubg_cross_entropy", for messages */
+  const char *kernel, *pass; /* the CE pass it launches (flce.ce) */
   ubg_dtype dt;
   int64_t bt, vocab;
   const int64_t *target;
@@ -50,6 +51,9 @@ UBG_HIDDEN ubg_status rt_check_aligned(const ubg_ctx *ctx, const char *fn, const
 /* fn: outputs overlap neither each other nor any input */
 UBG_HIDDEN ubg_status rt_check_overlaps(const ubg_ctx *ctx, const char *fn, const rt_region *r, int n);
 
+/* Fills c's options (opts, or Liger's defaults for NULL) and outputs */
+UBG_HIDDEN void rt_ce_rows_set(rt_ce_rows *c, const ubg_flce_opts *opts, float *loss, float *z_loss, int64_t *argmax,
+                               float *token_accuracy);
 /* Fills c from the arguments both ops share and checks them, the targets
  * included: c->ctx, fn, dt, bt, vocab and target set by the caller. loss,
  * z_loss, argmax and token_accuracy are taken from the caller's outputs.
@@ -60,6 +64,11 @@ UBG_HIDDEN ubg_status rt_ce_rows_check(rt_ce_rows *c, const ubg_flce_opts *opts,
 /* After the checks: the mean's denominators, and the scratch for chunks of
  * up to chunk rows (its bytes added to *bytes); UBG_ENOMEM names fn. */
 UBG_HIDDEN ubg_status rt_ce_rows_prepare(rt_ce_rows *c, int64_t chunk, size_t *bytes);
+/* rt_ce_rows_prepare in two parts for a caller that owns the scratch: the
+ * mean's denominators, then the per-row scratch placed in `scratch` (of
+ * rt_ce_rows_scratch bytes, 64-byte aligned), which c does not free */
+UBG_HIDDEN void rt_ce_rows_begin(rt_ce_rows *c);
+UBG_HIDDEN void rt_ce_rows_place(rt_ce_rows *c, int64_t chunk, void *scratch);
 /* the scratch rt_ce_rows_prepare allocates for chunks of chunk rows */
 UBG_HIDDEN size_t rt_ce_rows_scratch(const rt_ce_rows *c, int64_t chunk);
 

@@ -1,31 +1,68 @@
 /* Composite ops: an op that runs several spec'd passes (ubg_flce) and has
  * variants of its own, the axes of a "composites" entry of its kernel's
- * spec. Here is what every such op shares: the registry of the ops linked
- * in, a variant's name checked against the spec, the name forced on a
- * context, and the choice for a call — forced, else tuned, else the
- * spec's default — so a typed wrapper only reads the values it runs. */
+ * spec. Here is what every such op shares: a variant's name checked
+ * against the spec, the name forced on a context, and the choice for a
+ * call — forced, else tuned, else the spec's default. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "routine.h"
 #include "../gen/lib/strbuf.h"
 
-/* the composite ops linked in; registered by constructors, before main */
-static rt_composite *composites;
-static int ncomposites;
+/* ---- what a spec's composite asks of this runtime: its routines ---- */
 
-void rt_composite_register(rt_composite *c) {
-  if (ncomposites >= RT_MAX_COMPOSITES) abort(); /* a build-time limit: raise RT_MAX_COMPOSITES */
-  c->index = ncomposites++;
-  c->next = composites;
-  composites = c;
+/* the routine behind value v of named axis `axis`: the first "or" of that axis */
+static const rt_routine *axis_routine(const ug_composite *comp, int axis, int64_t v, char *name, size_t n) {
+  for (int ph = 0; comp->run && ph < UG_RUN_PHASES; ph++)
+    for (int i = 0; i < comp->run->nsteps[ph]; i++) {
+      const ug_step *st = &comp->run->steps[ph][i];
+      if (st->or_axis != axis) continue;
+      snprintf(name, n, "%s.%s", st->or_routine, comp->axes[axis].values[v]);
+      return rt_routine_find(name);
+    }
+  return NULL;
 }
 
-const rt_composite *rt_composite_find(const char *kernel, const char *pass) {
-  for (const rt_composite *c = composites; c && kernel && pass; c = c->next)
-    if (!strcmp(c->kernel, kernel) && !strcmp(c->pass, pass)) return c;
-  return NULL;
+const char *rt_run_axis_missing(const ug_composite *comp, int axis, int64_t v) {
+  static _Thread_local char why[160];
+  char name[96];
+  if (!comp->axes[axis].values || v == 0) return NULL;
+  const rt_routine *r = axis_routine(comp, axis, v, name, sizeof name);
+  if (!r) {
+    snprintf(why, sizeof why, "this runtime has no routine %s", name);
+    return why;
+  }
+  return r->missing ? r->missing() : NULL;
+}
+
+bool rt_run_axis_runs(const ug_composite *comp, int axis, int64_t v, ubg_dtype dtype) {
+  char name[96];
+  if (!comp->axes[axis].values || v == 0) return true;
+  const rt_routine *r = axis_routine(comp, axis, v, name, sizeof name);
+  return r && (!r->runs || r->runs(dtype));
+}
+
+int rt_run_spec_ok(const ug_kernel *k, const ug_composite *comp, char *why, size_t n) {
+  if (!comp->call || !comp->run) {
+    if (why) snprintf(why, n, "the %s spec's composite \"%s\" declares no \"args\" and \"run\"", k->name, comp->name);
+    return -1;
+  }
+  for (int ph = 0; ph < UG_RUN_PHASES; ph++)
+    for (int i = 0; i < comp->run->nsteps[ph]; i++) {
+      const ug_step *st = &comp->run->steps[ph][i];
+      if (st->routine && !rt_routine_find(st->routine)) {
+        if (why) snprintf(why, n, "%s:%d:%d: this runtime has no routine \"%s\"", k->path, st->at.line, st->at.col,
+                          st->routine);
+        return -1;
+      }
+    }
+  return 0;
+}
+
+bool rt_composite_exists(const ubg_ctx *ctx, const char *kernel, const char *pass) {
+  return kernel && pass && ug_spec_composite(rt_find_kernel(ctx, kernel), pass) != NULL;
 }
 
 const ug_composite *rt_composite_spec(const ubg_ctx *ctx, const rt_composite *c, char *why, size_t n) {
@@ -41,7 +78,7 @@ const ug_composite *rt_composite_spec(const ubg_ctx *ctx, const rt_composite *c,
                       c->pass, comp->naxes, RT_COMP_AXES);
     return NULL;
   }
-  if (c->spec_ok && c->spec_ok(k, comp, why, n) < 0) return NULL;
+  if (rt_run_spec_ok(k, comp, why, n) < 0) return NULL;
   return comp;
 }
 
@@ -92,7 +129,7 @@ int rt_composite_check(const ubg_ctx *ctx, const rt_composite *c, const char *na
     return -1;
   }
   for (int i = 0; i < comp->naxes; i++) {
-    const char *missing = given[i] && comp->axes[i].values && c->missing ? c->missing(i, v[i]) : NULL;
+    const char *missing = given[i] && comp->axes[i].values ? rt_run_axis_missing(comp, i, v[i]) : NULL;
     if (missing) {
       snprintf(why, n, "%s=%s, but %s", comp->axes[i].name, comp->axes[i].values[v[i]], missing);
       return -1;
@@ -101,22 +138,45 @@ int rt_composite_check(const ubg_ctx *ctx, const rt_composite *c, const char *na
   return 0;
 }
 
+/* c's slot on ctx ("kernel.pass"), or -1; under the lock */
+static int forced_slot(const ubg_ctx *ctx, const rt_composite *c, const char *op) {
+  for (int i = 0; i < RT_MAX_COMPOSITES; i++)
+    if (!strcmp(ctx->composite_forced[i].op, op)) return i;
+  (void)c;
+  return -1;
+}
+
 void rt_composite_forced(const ubg_ctx *ctx, const rt_composite *c, char *out, size_t n, const char **source) {
   ubg_ctx *m = (ubg_ctx *)ctx; /* the lock only */
+  char op[2 * UG_MAX_VARIANT_NAME];
+  snprintf(op, sizeof op, "%s.%s", c->kernel, c->pass);
   pthread_mutex_lock(&m->lock);
-  snprintf(out, n, "%s", ctx->composite_forced[c->index]);
-  if (source) *source = ctx->composite_from_env[c->index] ? "UBGEN_VARIANT" : "ubg_set_variant";
+  const int i = forced_slot(ctx, c, op);
+  snprintf(out, n, "%s", i >= 0 ? ctx->composite_forced[i].name : "");
+  if (source) *source = i >= 0 && ctx->composite_forced[i].from_env ? "UBGEN_VARIANT" : "ubg_set_variant";
   pthread_mutex_unlock(&m->lock);
 }
 
 ubg_status rt_composite_set(ubg_ctx *ctx, const rt_composite *c, const char *variant, bool from_env) {
-  char why[400] = "too long";
-  if (variant && (strlen(variant) >= sizeof ctx->composite_forced[0] || rt_composite_check(ctx, c, variant, why, sizeof why) < 0))
+  char why[400] = "too long", op[2 * UG_MAX_VARIANT_NAME];
+  if (variant && (strlen(variant) >= sizeof ctx->composite_forced[0].name || rt_composite_check(ctx, c, variant, why, sizeof why) < 0))
     return rt_fail(ctx, UBG_ENOTFOUND, "%s.%s has no variant \"%.160s\" (%s)", c->kernel, c->pass, variant, why);
+  snprintf(op, sizeof op, "%s.%s", c->kernel, c->pass);
+  if (strlen(op) >= sizeof ctx->composite_forced[0].op)
+    return rt_fail(ctx, UBG_EINVAL, "%s: the name is too long to force", op);
   pthread_mutex_lock(&ctx->lock);
-  snprintf(ctx->composite_forced[c->index], sizeof ctx->composite_forced[0], "%s", variant ? variant : "");
-  ctx->composite_from_env[c->index] = from_env;
+  int i = forced_slot(ctx, c, op);
+  if (i < 0 && variant) i = forced_slot(ctx, c, ""); /* a free slot */
+  if (i >= 0 && variant) {
+    snprintf(ctx->composite_forced[i].op, sizeof ctx->composite_forced[i].op, "%s", op);
+    snprintf(ctx->composite_forced[i].name, sizeof ctx->composite_forced[i].name, "%s", variant);
+    ctx->composite_forced[i].from_env = from_env;
+  } else if (i >= 0) {
+    memset(&ctx->composite_forced[i], 0, sizeof ctx->composite_forced[i]);
+  }
   pthread_mutex_unlock(&ctx->lock);
+  if (i < 0 && variant)
+    return rt_fail(ctx, UBG_EINVAL, "%s: at most %d composite ops are forced on one context", op, RT_MAX_COMPOSITES);
   return UBG_OK;
 }
 
@@ -142,7 +202,7 @@ int rt_composite_choose(const ubg_ctx *ctx, const rt_composite *c, ubg_dtype dty
       if (!given[i] && !given[0]) continue;
       ch->source[i] = source, ch->forced_axis[i] = true, ch->overflow[i] = false;
       /* a named value that does not run the dtype is not run: its default is */
-      ch->value[i] = comp->axes[i].values && c->runs && !c->runs(i, v[i], dtype) ? 0 : v[i];
+      ch->value[i] = comp->axes[i].values && !rt_run_axis_runs(comp, i, v[i], dtype) ? 0 : v[i];
     }
   }
   /* tuned: the DB's entry for the shape's bucket, dtype and UB budget, when it is a whole variant */
@@ -159,7 +219,7 @@ int rt_composite_choose(const ubg_ctx *ctx, const rt_composite *c, ubg_dtype dty
     ch->entry_value[i] = v[i];
     if (ch->forced_axis[i]) continue;
     const bool named = comp->axes[i].values != NULL;
-    if (named && ((c->runs && !c->runs(i, v[i], dtype)) || (c->missing && c->missing(i, v[i])))) continue;
+    if (named && (!rt_run_axis_runs(comp, i, v[i], dtype) || rt_run_axis_missing(comp, i, v[i]))) continue;
     ch->value[i] = v[i], ch->overflow[i] = false;
     ch->source[i] = "tuned";
   }

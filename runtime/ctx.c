@@ -64,8 +64,7 @@ static int find_variant(const rt_pass *rp, int dtype, const char *name, int *dt_
 
 ubg_status ubg_set_variant(ubg_ctx *ctx, const char *kernel, const char *pass, const char *variant) {
   if (!ctx) return rt_fail(NULL, UBG_EINVAL, "ubg_set_variant: ctx is NULL");
-  const rt_composite *comp = rt_composite_find(kernel, pass);
-  if (comp) return rt_composite_set(ctx, comp, variant, false);
+  if (rt_composite_exists(ctx, kernel, pass)) return rt_composite_set(ctx, &(rt_composite){kernel, pass}, variant, false);
   rt_pass *rp;
   ubg_status s = rt_find_pass(ctx, kernel, pass, &rp);
   if (s) return s;
@@ -116,8 +115,8 @@ ubg_status rt_env_variants(ubg_ctx *ctx) {
     }
     *dot = *eq = '\0';
     const char *kernel = e, *pass = dot + 1, *variant = eq + 1;
-    const rt_composite *comp = rt_composite_find(kernel, pass);
-    s = comp ? rt_composite_set(ctx, comp, variant, true) : ubg_set_variant(ctx, kernel, pass, variant);
+    s = rt_composite_exists(ctx, kernel, pass) ? rt_composite_set(ctx, &(rt_composite){kernel, pass}, variant, true)
+                                               : ubg_set_variant(ctx, kernel, pass, variant);
     if (s) {
       char why[600];
       snprintf(why, sizeof why, "%s", ubg_ctx_error(ctx));

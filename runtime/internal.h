@@ -64,13 +64,14 @@ typedef struct rt_block {
   size_t size;
 } rt_block;
 
-enum { RT_MAX_COMPOSITES = 8 };
+enum { RT_MAX_COMPOSITES = 16 }; /* composite ops forced on one context */
+/* a composite op's variant forced on a context */
+typedef struct {
+  char op[UG_MAX_VARIANT_NAME + 1]; /* "kernel.pass", "" for a free slot */
+  char name[64];
+  bool from_env; /* given by UBGEN_VARIANT */
+} rt_comp_forced;
 
-/* Who runs ubg_flce's three GEMMs: the generated passes (the default,
- * every dtype, the promised bits), OpenBLAS's sgemm (f32, in a build with
- * it) or AMX tiles (bf16, on a CPU with AMX-BF16: runtime/gemm_amx.h).
- * The last two sum in their own order, so not in the generated bits. */
-typedef enum { RT_GEMM_GENERATED, RT_GEMM_OPENBLAS, RT_GEMM_AMX } rt_gemm;
 
 struct ubg_ctx {
   uint64_t id; /* unique per context, so per-thread messages never leak between contexts */
@@ -94,38 +95,26 @@ struct ubg_ctx {
   int njit_states, cap_jit_states;
   _Atomic int jit_compiles; /* variants this context compiled or swapped (tests) */
   bool jit_async;           /* UBGEN_JIT_ASYNC=1 */
-  char composite_forced[RT_MAX_COMPOSITES][64]; /* ubg_set_variant's names for composite ops, "" none; under lock */
-  bool composite_from_env[RT_MAX_COMPOSITES];     /* ... given by UBGEN_VARIANT */
+  rt_comp_forced composite_forced[RT_MAX_COMPOSITES]; /* ubg_set_variant's names for composite ops; under lock */
   pthread_t async[RT_MAX_ASYNC]; /* background gcc builds, joined at destroy */
   int nasync;
 };
 
-/* ---- composite ops (composite.c) ----
+/* ---- composite ops (composite.c, composite_run.c) ----
  * An op that is not one spec'd pass but runs several (ubg_flce) has
  * variants of its own (its chunk, its GEMMs): the axes of a "composites"
- * entry of its kernel's spec (ug_composite). Its typed wrapper registers
- * (kernel, pass) at load time with what only it knows: which named values
- * this build and CPU have and which dtypes they run. Then ubg_set_variant
- * and UBGEN_VARIANT force a variant by name as for any pass, checked
- * against the spec, and rt_composite_choose gives a call's values. */
+ * entry of its kernel's spec (ug_composite), whose "args" and "run" say
+ * what it takes and what it runs: ubg_launch runs it by name (its typed
+ * wrapper, if it has one, through rt_composite_run), ubg_set_variant and
+ * UBGEN_VARIANT force a variant by name as for any pass, checked against
+ * the spec, and rt_composite_choose gives a call's values. */
 enum { RT_COMP_AXES = 8 };
 typedef struct rt_composite {
   const char *kernel, *pass;
-  /* -1 and why when the spec's composite is not one the wrapper can run
-   * (its axes in another order, a value it does not know); NULL: any */
-  int (*spec_ok)(const ug_kernel *k, const ug_composite *c, char *why, size_t n);
-  /* NULL when value v of named axis a is in this build and on this CPU,
-   * else why not (a phrase); NULL: all are */
-  const char *(*missing)(int a, int64_t v);
-  /* whether value v of named axis a runs calls of dtype; NULL: all do */
-  bool (*runs)(int a, int64_t v, ubg_dtype dtype);
-  int index; /* its slot in ubg_ctx.composite_forced, set by rt_composite_register */
-  struct rt_composite *next;
 } rt_composite;
-UBG_HIDDEN void rt_composite_register(rt_composite *c);
-/* the composite named (kernel, pass), or NULL */
-UBG_HIDDEN const rt_composite *rt_composite_find(const char *kernel, const char *pass);
-/* ctx's spec of c, when the wrapper can run it; else NULL and why */
+/* whether ctx's spec of kernel has a composite op named pass */
+UBG_HIDDEN bool rt_composite_exists(const ubg_ctx *ctx, const char *kernel, const char *pass);
+/* ctx's spec of c, when it is one the runtime can run; else NULL and why */
 UBG_HIDDEN const ug_composite *rt_composite_spec(const ubg_ctx *ctx, const rt_composite *c, char *why, size_t n);
 /* 0 when name is one of c's variants on ctx (spelled as the spec's
  * composite spells them, its named values here); else -1 and why */
@@ -160,6 +149,39 @@ typedef struct {
  * -1 when ctx has no spec of c the wrapper can run. */
 UBG_HIDDEN int rt_composite_choose(const ubg_ctx *ctx, const rt_composite *c, ubg_dtype dtype, const int64_t *shape,
                                    rt_comp_choice *ch);
+/* A call of c (its spec's "args", by name) run as its spec's "run" says:
+ * nothing written when it fails. what starts every message ("ubg_flce"). */
+UBG_HIDDEN ubg_status rt_composite_run(ubg_ctx *ctx, const rt_composite *c, const char *what, ubg_dtype dtype,
+                                       const ubg_arg *args, size_t nargs, const int64_t *nbytes);
+/* What rt_composite_run would do for a call: env holds the call's ints
+ * and has_<tensor> flags (its spec's symbols, as `ubgen plan` parses
+ * --shape), floats at their defaults. */
+typedef struct {
+  rt_comp_choice choice;      /* who chose each axis's value */
+  int64_t value[RT_COMP_AXES]; /* the values it runs (the chunk at most the rows) */
+  int64_t rows, chunks, last; /* the rows, the chunks of them and the last one's rows */
+  int64_t scratch[UG_MAX_BUFFERS]; /* bytes of each scratch buffer of the spec (0: not allocated), in lines */
+  int64_t routine_scratch;    /* bytes of the routines' one block */
+  int64_t total;
+  char missing[300];          /* a named value this build or CPU lacks, which the call would refuse; "" */
+} rt_comp_plan;
+UBG_HIDDEN ubg_status rt_composite_plan(ubg_ctx *ctx, const rt_composite *c, ubg_dtype dtype, const int64_t *env,
+                                        rt_comp_plan *plan);
+/* the rows of a chunk a call of this shape (the kernel's, in its order)
+ * and rows would take: the first axis's value as rt_composite_choose gives
+ * it, rows where the default overflows (or there is no ctx), capped to [1,
+ * rows] */
+UBG_HIDDEN int64_t rt_composite_chunk_rows(const ubg_ctx *ctx, const char *kernel, const char *op, ubg_dtype dtype,
+                                           const int64_t *shape, int64_t rows);
+/* the scratch bytes the last rt_composite_run on this thread allocated */
+UBG_HIDDEN size_t rt_composite_last_scratch_bytes(void);
+/* 0 when comp has "args" and a "run" whose routines this runtime has; else -1 and why */
+UBG_HIDDEN int rt_run_spec_ok(const ug_kernel *k, const ug_composite *comp, char *why, size_t n);
+/* value v of named axis `axis`: NULL when this build and CPU have it (its
+ * routine), else why not; and whether it runs calls of dtype */
+UBG_HIDDEN const char *rt_run_axis_missing(const ug_composite *comp, int axis, int64_t v);
+UBG_HIDDEN bool rt_run_axis_runs(const ug_composite *comp, int axis, int64_t v, ubg_dtype dtype);
+
 /* UBGEN_VARIANT's entries forced on a new context, as ubg_set_variant would */
 UBG_HIDDEN ubg_status rt_env_variants(ubg_ctx *ctx);
 
@@ -217,66 +239,6 @@ UBG_HIDDEN void rt_gcc_free(void *handle);
 UBG_HIDDEN void rt_grid_run(ubg_kernel_fn fn, const void *slots, int stage, int64_t nprog, rt_block **arenas,
                             int nthreads);
 
-/* ---- FLCE (tests and benchmarks read these) ---- */
-/* scratch bytes the last ubg_flce call on this thread allocated */
-UBG_HIDDEN size_t rt_flce_last_scratch_bytes(void);
-/* rows per chunk ubg_flce uses for this shape without a tuning DB: the
- * chunk forced on ctx (ubg_set_variant, UBGEN_VARIANT), else (ctx NULL
- * too) Liger's rule; never more than bt */
-UBG_HIDDEN int64_t rt_flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, int64_t vocab);
-/* the rule alone: the default of the chunk axis of flce's composite "chunk"
- * (Liger's rule in the shipped spec), at most bt, at least 1; bt where it
- * overflows or flce (the kernel's spec) has no such composite */
-UBG_HIDDEN int64_t rt_flce_rule_rows(const ug_kernel *flce, int64_t bt, int64_t hidden, int64_t vocab);
-
-/* ubg_flce's GEMMs: their names in variants ("generated", "openblas",
- * "amx"); whether one runs a dtype (OpenBLAS f32, AMX bf16, the generated
- * ones all); NULL when this build and CPU have it, else why not */
-UBG_HIDDEN extern const char *const rt_gemm_names[3];
-UBG_HIDDEN bool rt_gemm_runs(rt_gemm g, ubg_dtype dtype);
-UBG_HIDDEN const char *rt_gemm_missing(rt_gemm g);
-
-/* What ubg_flce runs for a call, and why: the one choice, used by ubg_flce
- * and shown by `ubgen plan flce.chunk`. */
-typedef struct {
-  int64_t chunk;              /* rows per chunk */
-  const char *chunk_source;   /* "ubg_set_variant", "UBGEN_VARIANT", "tuned" or "spec rule" */
-  rt_gemm gemm;               /* who runs the GEMMs (one that does not run the dtype is never chosen;
-                                 one missing here makes ubg_flce refuse the call) */
-  const char *gemm_source;    /* "ubg_set_variant", "UBGEN_VARIANT", "tuned" or "default" */
-  const char *forced;         /* the forced name ("" none) */
-  const ug_tune_entry *entry; /* ctx's tuning DB entry for the call's bucket and ub_bytes, or NULL */
-  int64_t entry_chunk;        /* its chunk=N; 0 when its variant does not read as chunk=N[,gemm=B] */
-  rt_gemm entry_gemm;         /* the gemm=B it names (RT_GEMM_GENERATED without one) */
-} rt_flce_choice;
-UBG_HIDDEN void rt_flce_choose(const ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t hidden, int64_t vocab,
-                               rt_flce_choice *c);
-/* An flce.chunk variant, as the flce spec's composite "chunk" spells it
- * (ug_comp_parse): "chunk=N", "chunk=N,gemm=openblas" or "chunk=N,gemm=amx"
- * (*chunk = N), or, forcing the GEMMs alone, "gemm=B" (*chunk = 0): 0, or
- * -1 for anything else (which ubg_flce ignores in a tuning DB, where only
- * whole variants count) and when ctx's flce spec has no such composite. */
-UBG_HIDDEN int rt_flce_parse_variant(const ubg_ctx *ctx, const char *s, int64_t *chunk, rt_gemm *gemm);
-/* the build has OpenBLAS (make BLAS=openblas) */
-UBG_HIDDEN extern const bool rt_have_openblas;
-
-/* The scratch ubg_flce allocates for a call, in bytes: each buffer in whole
- * 64-byte lines, 0 for one the call does not need. */
-typedef struct {
-  size_t logits;    /* a chunk of logits: chunk x vocab f32 */
-  size_t loss_rows; /* the chunk's row losses (reductions MEAN and SUM) */
-  size_t z_rows;    /* and its row z-losses, with out->z_loss */
-  size_t dw_acc;    /* f32 accumulators for dweight and dbias (f16, bf16 summed in f32) */
-  size_t dbias_acc;
-  size_t db_chunk;  /* summed in their dtype on AMX: a chunk's column sums for dbias */
-  size_t dx_rows;   /* AMX: a chunk of dx in f32 */
-  size_t gemm_pack; /* AMX: its packed operands (runtime/gemm_amx.h) */
-  size_t total;
-} rt_flce_scratch;
-UBG_HIDDEN void rt_flce_scratch_sizes(ubg_dtype dtype, ubg_dtype accum_dtype, int64_t chunk, int64_t hidden,
-                                      int64_t vocab, bool reduce_none, bool z_loss, bool dx, bool dweight, bool dbias,
-                                      rt_gemm gemm, int threads, rt_flce_scratch *s);
-
 /* ---- launch ---- */
 UBG_HIDDEN ubg_status rt_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype,
                                 const ubg_arg *args, size_t nargs);
@@ -286,6 +248,22 @@ UBG_HIDDEN ubg_status rt_launch(ubg_ctx *ctx, const char *kernel, const char *pa
 #define I_ARG(n, v) {n, UBG_ARG_I64, {.i = (v)}}
 #define F_ARG(n, v) {n, UBG_ARG_F64, {.f = (v)}}
 #define LAUNCH(kernel, pass, args) rt_launch(ctx, kernel, pass, dtype, args, sizeof args / sizeof args[0])
+
+/* launch's checks of a call's arguments (match by name, alignment, values
+ * and the spec's checks, sizes, overlaps, index ranges) against p's args:
+ * what a composite op's call (ug_composite.call) shares with a pass's. what
+ * starts each message. Fills slots [p->nargs], env [p->nsyms] (the int
+ * args, has_<tensor>, dtype, dtype_bytes) and bytes [p->nargs] (each
+ * tensor's byte size, 0 for NULL); nbytes as ubg_launch_sized's, or NULL. */
+union ubg_slot;
+UBG_HIDDEN ubg_status rt_check_args(const ubg_ctx *ctx, const char *what, const ug_pass *p, ubg_dtype dtype,
+                                    const ubg_arg *args, size_t nargs, const int64_t *nbytes, union ubg_slot *slots,
+                                    int64_t *env, int64_t *bytes);
+
+/* of those checks the ones that read no tensor (the values, the spec's
+ * checks, the sizes): for a plan, whose tensors are only there or not */
+UBG_HIDDEN ubg_status rt_check_values(const ubg_ctx *ctx, const char *what, const ug_pass *p, ubg_dtype dtype,
+                                      const union ubg_slot *slots, int64_t *env, int64_t *bytes);
 
 /* rt_launch with the byte sizes of the callers' buffers (ubg_launch_sized) */
 UBG_HIDDEN ubg_status rt_launch_sized(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype,

@@ -133,6 +133,10 @@ static ubg_status check_values(const call *c, const ubg_slot *slots, int64_t *en
       env[p->sym_of_arg[ai]] = v;
     } else if (!a->allow_nonfinite && !isfinite(slots[ai].f)) {
       return rt_fail(c->ctx, UBG_EINVAL, "%s: %s = %g is not finite", c->what, a->name, slots[ai].f);
+    } else if (a->has_min && !(slots[ai].f >= a->fmin)) {
+      return rt_fail(c->ctx, UBG_EINVAL, "%s: %s = %g is below its minimum %g", c->what, a->name, slots[ai].f, a->fmin);
+    } else if (a->has_max && !(slots[ai].f <= a->fmax)) {
+      return rt_fail(c->ctx, UBG_EINVAL, "%s: %s = %g is above its maximum %g", c->what, a->name, slots[ai].f, a->fmax);
     } else if (!survives_float(slots[ai].f)) {
       /* kernels take float arguments: 1e300 would arrive as inf, 1e-300 as 0 */
       return rt_fail(c->ctx, UBG_EINVAL,
@@ -303,6 +307,40 @@ static ubg_status check_ranges(const call *c, const ubg_slot *slots, const int64
   return UBG_OK;
 }
 
+/* every check of a call's arguments against the spec, in order */
+static ubg_status check_call(const call *c, ubg_dtype dtype, const ubg_arg *args, size_t nargs, const int64_t *nbytes,
+                             ubg_slot *slots, int64_t *env, int64_t *bytes) {
+  int64_t given[UG_MAX_ARGS];
+  ubg_status s;
+  if (c->p->sym_dtype >= 0) env[c->p->sym_dtype] = (int64_t)dtype;
+  if (c->p->sym_dtype_bytes >= 0) env[c->p->sym_dtype_bytes] = ug_dtype_bytes((int)dtype);
+  if ((s = match_args(c, args, nargs, nbytes, slots, given)) || (s = check_alignment(c, slots, (int)dtype)) ||
+      (s = check_values(c, slots, env)) || (s = size_tensors(c, slots, env, (int)dtype, bytes)) ||
+      (s = check_sizes(c, slots, env, (int)dtype, bytes, given)) || (s = check_overlaps(c, slots, bytes)) ||
+      (s = check_ranges(c, slots, env, (int)dtype, bytes)))
+    return s;
+  return UBG_OK;
+}
+
+ubg_status rt_check_args(const ubg_ctx *ctx, const char *what, const ug_pass *p, ubg_dtype dtype, const ubg_arg *args,
+                         size_t nargs, const int64_t *nbytes, ubg_slot *slots, int64_t *env, int64_t *bytes) {
+  call c = {ctx, p, ""};
+  snprintf(c.what, sizeof c.what, "%s", what);
+  if ((unsigned)dtype >= UG_NDTYPES)
+    return rt_fail(ctx, UBG_EINVAL, "%s: dtype %d is not one of UBG_F32, UBG_F16, UBG_BF16", what, (int)dtype);
+  return check_call(&c, dtype, args, nargs, nbytes, slots, env, bytes);
+}
+
+ubg_status rt_check_values(const ubg_ctx *ctx, const char *what, const ug_pass *p, ubg_dtype dtype,
+                           const ubg_slot *slots, int64_t *env, int64_t *bytes) {
+  call c = {ctx, p, ""};
+  snprintf(c.what, sizeof c.what, "%s", what);
+  if (p->sym_dtype >= 0) env[p->sym_dtype] = (int64_t)dtype;
+  if (p->sym_dtype_bytes >= 0) env[p->sym_dtype_bytes] = ug_dtype_bytes((int)dtype);
+  ubg_status s = check_values(&c, slots, env);
+  return s ? s : size_tensors(&c, slots, env, (int)dtype, bytes);
+}
+
 static ubg_status choose(const call *c, rt_pass *rp, int dtype, int64_t *env, int *index) {
   ubg_ctx *ctx = (ubg_ctx *)c->ctx;
   const ug_pass *p = c->p;
@@ -359,15 +397,12 @@ ubg_status rt_launch_sized(ubg_ctx *ctx, const char *kernel, const char *pass, u
     return rt_fail(ctx, UBG_EINVAL, "%s: more than %d derived values", c.what, MAX_DERIVED);
 
   ubg_slot slots[MAX_SLOTS];
-  int64_t bytes[UG_MAX_ARGS], given[UG_MAX_ARGS];
+  int64_t bytes[UG_MAX_ARGS];
   memset(slots, 0, sizeof slots);
   int64_t *env = calloc((size_t)p->nsyms + 1, sizeof *env);
   if (!env) return rt_fail(ctx, UBG_ENOMEM, "out of memory");
   int index = -1;
-  if ((s = match_args(&c, args, nargs, nbytes, slots, given)) || (s = check_alignment(&c, slots, (int)dtype)) ||
-      (s = check_values(&c, slots, env)) || (s = size_tensors(&c, slots, env, (int)dtype, bytes)) ||
-      (s = check_sizes(&c, slots, env, (int)dtype, bytes, given)) || (s = check_overlaps(&c, slots, bytes)) ||
-      (s = check_ranges(&c, slots, env, (int)dtype, bytes)) ||
+  if ((s = check_call(&c, dtype, args, nargs, nbytes, slots, env, bytes)) ||
       (s = choose(&c, rp, (int)dtype, env, &index))) {
     free(env);
     return s;
@@ -434,16 +469,4 @@ ubg_status rt_launch_sized(ubg_ctx *ctx, const char *kernel, const char *pass, u
   snprintf(last, sizeof last, "%s@%s", v->name, rt_backend_name(ran));
   rt_set_last_variant(ctx, last);
   return UBG_OK;
-}
-
-ubg_status ubg_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype, const ubg_arg *args,
-                      size_t nargs) {
-  if (!ctx) return rt_fail(NULL, UBG_EINVAL, "ubg_launch: ctx is NULL");
-  return rt_launch(ctx, kernel, pass, dtype, args, nargs);
-}
-
-ubg_status ubg_launch_sized(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype, const ubg_arg *args,
-                            size_t nargs, const int64_t *nbytes) {
-  if (!ctx) return rt_fail(NULL, UBG_EINVAL, "ubg_launch_sized: ctx is NULL");
-  return rt_launch_sized(ctx, kernel, pass, dtype, args, nargs, nbytes);
 }

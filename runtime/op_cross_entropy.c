@@ -66,6 +66,8 @@ ubg_status ubg_cross_entropy(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t 
   memset(&c, 0, sizeof c);
   c.ctx = ctx;
   c.fn = "ubg_cross_entropy";
+  c.kernel = "flce";
+  c.pass = "ce";
   c.dt = dtype;
   c.bt = bt;
   c.vocab = vocab;

@@ -407,7 +407,9 @@ Test(launch, flce_opts_defaults, .init = setup, .fini = teardown) {
   cr_assert_eq(o.ignore_index, -100);
   cr_assert_eq(o.reduction, UBG_REDUCE_MEAN);
   cr_assert_eq(o.ce_weight, NULL);
-  cr_assert_eq(ubg_flce(ctx, UBG_F32, 1, 1, 1, b.x, b.w, NULL, &o, NULL), UBG_EINVAL);
+  float loss = 0;
+  ubg_flce_out out = {.loss = &loss};
+  cr_assert_eq(ubg_flce(ctx, UBG_F32, 1, 1, 1, b.x, b.w, NULL, &o, &out), UBG_EINVAL);
   cr_assert(strstr(ubg_ctx_error(ctx), "target is NULL"), "%s", ubg_ctx_error(ctx));
 }
 
@@ -440,4 +442,82 @@ Test(guard, whole_arena_is_usable) {
 Test(guard, overrun_faults, .signal = SIGSEGV) {
   setenv("UBGEN_UB_GUARD", "1", 1);
   probe_write(196608 / 4 + 1);
+}
+
+/* ---- a composite op that is only data (tests/specs/scale_rows.json) ------ */
+
+static ubg_ctx *composite_ctx(void) {
+  ubg_config cfg = {0};
+  cfg.spec_path = UBGEN_SRC "/tests/specs";
+  cfg.tuning_db = "/nonexistent/ubgen-test-no-db";
+  cfg.threads = 2;
+  ubg_ctx *c;
+  cr_assert_eq(ubg_ctx_create(&cfg, &c), UBG_OK, "%s", ubg_ctx_error(NULL));
+  return c;
+}
+
+static ubg_status scale_rows(ubg_ctx *c, int64_t m, int64_t n, const float *x, float *y, float *z, double a) {
+  const ubg_arg args[] = {{"x", UBG_ARG_PTR, {.p = (void *)x}}, {"y", UBG_ARG_PTR, {.p = y}},
+                          {"z", UBG_ARG_PTR, {.p = z}},         {"m", UBG_ARG_I64, {.i = m}},
+                          {"n", UBG_ARG_I64, {.i = n}},         {"a", UBG_ARG_F64, {.f = a}}};
+  return ubg_launch(c, "scale_rows", "rows", UBG_F32, args, 6);
+}
+
+/* ubg_launch runs it by name, chunk rows at a time, each chunk step with its
+ * rows and offsets, the optional step where its tensor is given */
+Test(composite, a_spec_only_op_runs_by_name) {
+  ubg_ctx *c = composite_ctx();
+  enum { M = 37, N = 10 };
+  float x[M * N], y[M * N], z[M * N];
+  for (int i = 0; i < M * N; i++) x[i] = (float)(i % 17) - 8.0f, y[i] = z[i] = -1.0f;
+  cr_assert_eq(scale_rows(c, M, N, x, y, NULL, 0.5), UBG_OK, "%s", ubg_ctx_error(c));
+  for (int i = 0; i < M * N; i++) cr_assert_eq(y[i], 0.5f * x[i], "y[%d] = %g", i, y[i]);
+  cr_assert_eq(z[0], -1.0f, "z is not given: untouched");
+  /* the spec's default chunk, cdiv(m, 4) = 10 rows: four chunks, the second step skipped */
+  cr_assert(strstr(ubg_ctx_last_variant(c), ";-;chunk=10 (spec rule)"), "%s", ubg_ctx_last_variant(c));
+  /* forced by name, as any pass's variant; z given */
+  cr_assert_eq(ubg_set_variant(c, "scale_rows", "rows", "chunk=3"), UBG_OK, "%s", ubg_ctx_error(c));
+  cr_assert_eq(scale_rows(c, M, N, x, y, z, -2.0), UBG_OK, "%s", ubg_ctx_error(c));
+  for (int i = 0; i < M * N; i++) cr_assert(y[i] == -2.0f * x[i] && z[i] == 2.0f * x[i], "row %d", i / N);
+  cr_assert(strstr(ubg_ctx_last_variant(c), ";chunk=3 (ubg_set_variant)"), "%s", ubg_ctx_last_variant(c));
+  cr_assert(!strstr(ubg_ctx_last_variant(c), ";-;"), "%s", ubg_ctx_last_variant(c));
+  /* a chunk above the rows is all of them; zero rows run nothing */
+  cr_assert_eq(ubg_set_variant(c, "scale_rows", "rows", "chunk=4096"), UBG_OK, "%s", ubg_ctx_error(c));
+  cr_assert_eq(scale_rows(c, M, N, x, y, NULL, 1.0), UBG_OK, "%s", ubg_ctx_error(c));
+  cr_assert(strstr(ubg_ctx_last_variant(c), "chunk=37"), "%s", ubg_ctx_last_variant(c));
+  cr_assert_eq(scale_rows(c, 0, N, x, y, NULL, 1.0), UBG_OK, "%s", ubg_ctx_error(c));
+  cr_assert_eq(ubg_set_variant(c, "scale_rows", "rows", "chunk=0"), UBG_ENOTFOUND);
+  cr_assert(strstr(ubg_ctx_error(c), "N from 1 to 4096"), "%s", ubg_ctx_error(c));
+  ubg_ctx_destroy(c);
+}
+
+/* its arguments are checked as a pass's, before anything is written */
+Test(composite, a_spec_only_op_checks_its_arguments) {
+  ubg_ctx *c = composite_ctx();
+  enum { M = 8, N = 4 };
+  float x[M * N] = {0}, y[M * N], z[M * N];
+  for (int i = 0; i < M * N; i++) y[i] = z[i] = 7.0f;
+  const struct {
+    int64_t m, n;
+    const float *x;
+    float *y, *z;
+    double a;
+    const char *says;
+  } bad[] = {{M, N, NULL, y, z, 1.0, "scale_rows.rows: x is NULL"},
+             {M, 0, x, y, z, 1.0, "n = 0 is below its minimum 1"},
+             {M, N, x, y, z, 9.0, "a = 9 is above its maximum 8"},
+             {M, N, x, y, y, 1.0, "overlap"},
+             {-1, N, x, y, z, 1.0, "m = -1 is below its minimum 0"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    cr_assert_eq(scale_rows(c, bad[i].m, bad[i].n, bad[i].x, bad[i].y, bad[i].z, bad[i].a), UBG_EINVAL, "case %zu", i);
+    cr_assert(strstr(ubg_ctx_error(c), bad[i].says), "case %zu: %s", i, ubg_ctx_error(c));
+  }
+  for (int i = 0; i < M * N; i++) cr_assert(y[i] == 7.0f && z[i] == 7.0f, "a refused call wrote [%d]", i);
+  /* a spec check over the dtype: bf16 rows of odd length */
+  uint16_t hx[3 * 5] = {0}, hy[3 * 5];
+  const ubg_arg args[] = {{"x", UBG_ARG_PTR, {.p = hx}}, {"y", UBG_ARG_PTR, {.p = hy}}, {"m", UBG_ARG_I64, {.i = 3}},
+                          {"n", UBG_ARG_I64, {.i = 5}}};
+  cr_assert_eq(ubg_launch(c, "scale_rows", "rows", UBG_BF16, args, 4), UBG_EINVAL);
+  cr_assert(strstr(ubg_ctx_error(c), "fails with dtype=2 (bf16) n=5"), "%s", ubg_ctx_error(c));
+  ubg_ctx_destroy(c);
 }

@@ -1138,16 +1138,16 @@ static void expect_says(run_result r, int status, bool on_err, const char *want)
 }
 
 /* a composite op is tuned at its spec's "tune" dtypes and cases, with its
- * kernel and alone; one with no tuner in this ubgen is named, not run */
+ * kernel and alone; one without a "run" is named, not run */
 Test(cli, tune_sweeps_a_composites_tune_section) {
   char *dir = path_in(scratch, "comp");
   cr_assert_eq(mkdir(dir, 0755), 0);
   copy_in("specs/flce.json", dir);
   copy_in("specs/flce_ref.c", dir);
   char *spec = path_in(dir, "flce.json");
-  edit_file(spec, "\"tune\": {\"dtypes\": [\"f32\", \"bf16\"], \"cases\": [{\"bt\": 512, \"hidden\": 512, \"vocab\": 16384}]}",
+  edit_file(spec, "\"tune\": {\"dtypes\": [\"f32\", \"bf16\"], \"cases\": [{\"bt\": 512, \"hidden\": 512, \"vocab\": 16384}]",
             "\"tune\": {\"dtypes\": [\"bf16\"], \"cases\": [{\"bt\": 64, \"hidden\": 32, \"vocab\": 512}, "
-            "{\"bt\": 32, \"hidden\": 32, \"vocab\": 256}, {\"bt\": 16, \"hidden\": 16, \"vocab\": 64}]}");
+            "{\"bt\": 32, \"hidden\": 32, \"vocab\": 256}, {\"bt\": 16, \"hidden\": 16, \"vocab\": 64}]");
   /* one dtype, three cases; --dtype wins over the section's */
   expect_says(ubgen("tune flce.chunk --specs %s --dry-run", dir), 0, false, "3 units (pass, dtype, shape)");
   expect_says(ubgen("tune flce.chunk --specs %s --dtype f32 --dtype f16 --dry-run", dir), 0, false,
@@ -1165,7 +1165,7 @@ Test(cli, tune_sweeps_a_composites_tune_section) {
   json_decref(j);
   free(text), free(db);
 
-  /* the kernel of bad-specs 106 with its composite made well formed: no tuner */
+  /* the kernel of bad-specs 106 with its composite made well formed: no "run", nothing to tune */
   char *udir = path_in(scratch, "user");
   cr_assert_eq(mkdir(udir, 0755), 0);
   copy_in("tests/bad-specs/106-composite-min-above-max/bad.c.tmpl", udir);
@@ -1173,9 +1173,9 @@ Test(cli, tune_sweeps_a_composites_tune_section) {
   char *bad = path_in(udir, "bad.json");
   edit_file(bad, "\"min\": 8, \"max\": 4", "\"min\": 1, \"max\": 4");
   expect_says(ubgen("tune bad.chunk --specs %s --dry-run", udir), 2, true,
-              "bad.chunk is a composite op of kernel bad, and this ubgen has no tuner for it");
+              "bad.chunk is a composite op of kernel bad that declares no \"run\"");
   expect_says(ubgen("tune bad --specs %s --no-reference --db %s/user.json", udir, scratch), 0, false,
-              "bad.chunk: no tuner for this composite op in this ubgen; skipped");
+              "bad.chunk: declares no \"run\", so nothing runs it; skipped");
   free(bad), free(udir), free(spec), free(dir);
 }
 
@@ -2121,9 +2121,14 @@ Test(cli, plan_flce_chunk_without_a_db_is_ligers_rule) {
       cr_assert_eq(jint(j, "chunks"), (bt + want - 1) / want);
       /* what ubg_flce allocates for the chunk: its logits, in whole 64-byte lines */
       cr_assert_eq(jint(j, "logits_bytes"), (want * v * 4 + 63) / 64 * 64, "%s %s", dt, shape);
-      cr_assert_eq(jint(j, "dweight_acc_bytes"), d ? (v * h * 4 + 63) / 64 * 64 : 0, "%s %s", dt, shape);
-      /* kept in the dtype, the generated pass needs no accumulator */
-      if (d) cr_assert_eq(jint(j, "accum_in_dtype_bytes"), 0, "%s %s", dt, shape);
+      cr_assert_eq(jint(j, "dw_acc_bytes"), d ? (v * h * 4 + 63) / 64 * 64 : 0, "%s %s", dt, shape);
+      json_decref(j);
+      /* kept in the dtype (accum_dtype, an int argument of the op), no accumulator */
+      char in_dtype[200];
+      snprintf(in_dtype, sizeof in_dtype, "%s,accum_dtype=%d", shape, d);
+      j = plan_flce(dt, in_dtype, "");
+      cr_assert_eq(jint(j, "dw_acc_bytes"), 0, "%s %s", dt, in_dtype);
+      cr_assert_eq(jint(j, "chunk"), want, "%s %s", dt, in_dtype);
       json_decref(j);
     }
   }
@@ -2168,7 +2173,7 @@ Test(cli, plan_flce_chunk_ignores_malformed_entries) {
     snprintf(more, sizeof more, "--db %s", db);
     json_t *j = plan_flce("f32", "bt=4000,hidden=1000,vocab=30000", more);
     cr_assert_str_eq(jstr(j, "source"), "spec rule", "entry \"%s\"", bad[i]);
-    cr_assert(strstr(jstr(j, "not_tuned"), "which is not chunk=N"), "entry \"%s\": %s", bad[i],
+    cr_assert(strstr(jstr(j, "not_tuned"), "which is not one of its variants"), "entry \"%s\": %s", bad[i],
               jstr(j, "not_tuned"));
     json_decref(j);
     free(db);

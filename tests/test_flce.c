@@ -37,8 +37,13 @@
 #include "ref/flce_ref.h"
 #include "test_util.h"
 
-extern size_t rt_flce_last_scratch_bytes(void);
-extern int64_t rt_flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, int64_t vocab);
+extern size_t rt_composite_last_scratch_bytes(void);
+extern int64_t rt_composite_chunk_rows(const ubg_ctx *ctx, const char *kernel, const char *op, ubg_dtype dtype,
+                                      const int64_t *shape, int64_t rows);
+/* the rows of a chunk ubg_flce takes at this shape (f32, the kernel's shape order bt, hidden, vocab) */
+static int64_t flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, int64_t vocab) {
+  return rt_composite_chunk_rows(ctx, "flce", "chunk", UBG_F32, (const int64_t[3]){bt, hidden, vocab}, bt);
+}
 
 static const double G_ATOL[3] = {1e-5, 1e-3, 5e-3}, G_RTOL[3] = {5e-4, 1e-2, 5e-2};
 static const double L_ATOL = 1e-5, L_RTOL = 5e-4;
@@ -893,13 +898,13 @@ Test(flce_bitwise, chunk_sizes) {
       fin in = make_inputs(&c);
       ubg_ctx *dflt = tc_ctx(UBG_BACKEND_AUTO, 0);
       fout want = run_plain(dflt, &c, &in, "default chunk");
-      const int64_t dchunk = rt_flce_chunk_rows(dflt, c.bt, c.h, c.v);
+      const int64_t dchunk = flce_chunk_rows(dflt, c.bt, c.h, c.v);
       const int64_t chunks[5] = {1, 5, 16, 64, 1000};
       int64_t seen[5];
       int distinct = 0;
       for (int j = 0; j < 5; j++) {
         ubg_ctx *ctx = chunk_ctx(chunks[j], j % 2 ? 2 : 1);
-        const int64_t got_chunk = rt_flce_chunk_rows(ctx, c.bt, c.h, c.v);
+        const int64_t got_chunk = flce_chunk_rows(ctx, c.bt, c.h, c.v);
         cr_assert(got_chunk >= 1, "chunk=%lld: chunk %lld", (long long)chunks[j], (long long)got_chunk);
         if (chunks[j] <= c.bt)
           cr_assert_eq(got_chunk, chunks[j], "UBGEN_VARIANT chunk=%lld not taken: chunk %lld", (long long)chunks[j],
@@ -1190,7 +1195,7 @@ static size_t scratch_of(ubg_ctx *ctx, const fc *c) {
   fin in = make_inputs(c);
   fout o = alloc_out(c);
   cr_assert_eq(call(ctx, c, &in, &o), UBG_OK, "%s", ubg_ctx_error(ctx));
-  size_t s = rt_flce_last_scratch_bytes();
+  size_t s = rt_composite_last_scratch_bytes();
   free_out(&o);
   free_inputs(&in);
   return s;
@@ -1200,7 +1205,7 @@ static void expect_scratch_bound(ubg_ctx *ctx, const fc *c) {
   char where[300];
   describe(c, where, sizeof where);
   const size_t s = scratch_of(ctx, c);
-  const int64_t chunk = rt_flce_chunk_rows(ctx, c->bt, c->h, c->v);
+  const int64_t chunk = flce_chunk_rows(ctx, c->bt, c->h, c->v);
   const size_t bound = (size_t)(chunk * c->v * 4 + 2 * chunk * 4) +
                        (c->dw && c->dt != UBG_F32 ? (size_t)(c->v * c->h * 4) : 0) + (c->db ? (size_t)c->v * 4 : 0) +
                        4096;
@@ -1231,7 +1236,7 @@ Test(flce_memory, default_chunk_is_ligers_rule) {
     const int64_t inc = (v + h - 1) / h, rows = (bt + inc - 1) / inc;
     int64_t rule = 1;
     while (rule < rows) rule *= 2;
-    const int64_t got = rt_flce_chunk_rows(ctx, bt, h, v);
+    const int64_t got = flce_chunk_rows(ctx, bt, h, v);
     cr_assert(got == rule || (rule >= bt && got == bt), "bt=%lld H=%lld V=%lld: chunk %lld, Liger's rule %lld",
               (long long)bt, (long long)h, (long long)v, (long long)got, (long long)rule);
   }
@@ -1243,8 +1248,8 @@ Test(flce_memory, flat_in_bt) {
   for (int dt = 0; dt < 3; dt++) {
     fc c = base(dt, 256, 32, 300);
     c.bias = c.db = true;
-    cr_assert_eq(rt_flce_chunk_rows(ctx, 256, 32, 300), 64);
-    cr_assert_eq(rt_flce_chunk_rows(ctx, 1024, 32, 300), 64);
+    cr_assert_eq(flce_chunk_rows(ctx, 256, 32, 300), 64);
+    cr_assert_eq(flce_chunk_rows(ctx, 1024, 32, 300), 64);
     const size_t s256 = scratch_of(ctx, &c);
     c.bt = 1024;
     const size_t s1024 = scratch_of(ctx, &c);
@@ -1392,15 +1397,15 @@ Test(flce_refuses, huge_sizes_before_any_arithmetic, .init = fx_setup, .fini = f
               UBG_EINVAL, cases[i].needle);
   /* the chunk rule itself (the spec's expression) at the extremes of what
    * validation lets through: where it overflows, all rows */
-  cr_assert_eq(rt_flce_chunk_rows(fx.ctx, INT64_MAX, 1, 1), INT64_MAX);
-  cr_assert_eq(rt_flce_chunk_rows(fx.ctx, two62 + 1, 16, 16), two62 + 1);
-  cr_assert_eq(rt_flce_chunk_rows(fx.ctx, two62, 16, 16), two62);
-  cr_assert_eq(rt_flce_chunk_rows(fx.ctx, 4, INT32_MAX, 16), 4);
-  cr_assert_eq(rt_flce_chunk_rows(fx.ctx, 4, 1, INT32_MAX), 1);
-  cr_assert_eq(rt_flce_chunk_rows(fx.ctx, 0, 1, 1), 1);
-  cr_assert_eq(rt_flce_chunk_rows(fx.ctx, 100, 32, 300), 16);
+  cr_assert_eq(flce_chunk_rows(fx.ctx, INT64_MAX, 1, 1), INT64_MAX);
+  cr_assert_eq(flce_chunk_rows(fx.ctx, two62 + 1, 16, 16), two62 + 1);
+  cr_assert_eq(flce_chunk_rows(fx.ctx, two62, 16, 16), two62);
+  cr_assert_eq(flce_chunk_rows(fx.ctx, 4, INT32_MAX, 16), 4);
+  cr_assert_eq(flce_chunk_rows(fx.ctx, 4, 1, INT32_MAX), 1);
+  cr_assert_eq(flce_chunk_rows(fx.ctx, 0, 1, 1), 1);
+  cr_assert_eq(flce_chunk_rows(fx.ctx, 100, 32, 300), 16);
   /* without a context no spec says the rule: one chunk of every row */
-  cr_assert_eq(rt_flce_chunk_rows(NULL, 100, 32, 300), 100);
+  cr_assert_eq(flce_chunk_rows(NULL, 100, 32, 300), 100);
 }
 
 Test(flce_refuses, overlapping_outputs, .init = fx_setup, .fini = fx_teardown) {

@@ -147,9 +147,9 @@ static void check_case(const acase *c) {
   ubg_ctx *ctx = case_ctx(c, 0);
   aout got = alloc_out(c), f32 = alloc_out(c);
   cr_assert_eq(run(ctx, c, &in, (ubg_dtype)c->dt, &got), UBG_OK, "%s: %s", where, ubg_ctx_error(ctx));
-  const size_t scratch_in_dtype = rt_flce_last_scratch_bytes();
+  const size_t scratch_in_dtype = rt_composite_last_scratch_bytes();
   cr_assert_eq(run(ctx, c, &in, UBG_F32, &f32), UBG_OK, "%s: %s", where, ubg_ctx_error(ctx));
-  const size_t scratch_f32 = rt_flce_last_scratch_bytes();
+  const size_t scratch_f32 = rt_composite_last_scratch_bytes();
   const size_t es = ref_dtype_bytes(c->dt);
   /* the loss and dx do not depend on where dweight is summed */
   cr_assert(got.loss == f32.loss, "%s: loss %.9g, with f32 sums %.9g", where, got.loss, f32.loss);
@@ -219,9 +219,9 @@ Test(flce_accum, refuses_a_third_dtype_and_writes_nothing) {
     int dt;
     int accum;
     const char *says;
-  } bad[] = {{REF_BF16, UBG_F16, "opts->accum_dtype = f16 is neither f32 nor the call's dtype bf16"},
-             {REF_F32, UBG_BF16, "opts->accum_dtype = bf16 is neither f32 nor the call's dtype f32"},
-             {REF_F16, 9, "opts->accum_dtype = 9 is neither f32 nor the call's dtype f16"}};
+  } bad[] = {{REF_BF16, UBG_F16, "fails with accum_dtype=1 (f16) dtype=2 (bf16)"},
+             {REF_F32, UBG_BF16, "fails with accum_dtype=2 (bf16) dtype=0 (f32)"},
+             {REF_F16, 9, "accum_dtype = 9 is not one of 0 (f32), 1 (f16), 2 (bf16)"}};
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     acase c = {bad[k].dt, 16, 8, 20, 4, UBG_REDUCE_MEAN, true, true, NULL};
     ainputs in = make_inputs(&c);

@@ -700,9 +700,9 @@ static const opdesc ops[] = {
      -1, -1, call_ar_bwd},
     {"ubg_flce", 11,
      {{"x", E_T, 120, false, 0}, {"weight", E_T, 740, false, 0}, {"target", E_I64, 6, false, 37},
-      {"opts->ce_weight", E_F32, 37, false, 0}, {"opts->bias", E_T, 37, false, 0}, {"out->loss", E_F32, 6, true, 0},
-      {"out->z_loss", E_F32, 6, true, 0}, {"out->argmax", E_I64, 6, true, 0}, {"out->dx", E_T, 120, true, 0},
-      {"out->dweight", E_T, 740, true, 0}, {"out->dbias", E_T, 37, true, 0}},
+      {"ce_weight", E_F32, 37, false, 0}, {"bias", E_T, 37, false, 0}, {"loss", E_F32, 6, true, 0},
+      {"z_loss", E_F32, 6, true, 0}, {"argmax", E_I64, 6, true, 0}, {"dx", E_T, 120, true, 0},
+      {"dweight", E_T, 740, true, 0}, {"dbias", E_T, 37, true, 0}},
      -1, -1, call_flce},
 };
 enum { NOPS = sizeof ops / sizeof ops[0] };

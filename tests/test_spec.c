@@ -1017,6 +1017,18 @@ Test(spec, flce_composite_axes_and_names) {
   cr_assert_str_eq(c->axes[0].name, "chunk");
   cr_assert_str_eq(c->axes[1].name, "gemm");
   cr_assert_eq(c->axes[1].nvalues, 3);
+  /* its public arguments, a pass's grammar: the tensors, the shape, the options with their bounds */
+  const ug_pass *call = c->call;
+  cr_assert_not_null(call);
+  cr_assert_eq(call->template_name, NULL);
+  const char *names[] = {"x", "weight", "target", "bias", "ce_weight", "grad_output", "loss", "z_loss", "argmax",
+                         "token_accuracy", "dx", "dweight", "dbias", "bt", "hidden", "vocab", "ignore_index",
+                         "reduction", "accum_dtype", "token_scaling", "label_smoothing", "lse_square_scale", "softcap"};
+  cr_assert_eq(call->nargs, (int)(sizeof names / sizeof names[0]));
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) cr_assert_str_eq(call->args[i].name, names[i]);
+  const ug_arg *ls = &call->args[ug_pass_arg(call, "label_smoothing")];
+  cr_assert(ls->kind == UG_ARG_FLOAT && ls->has_min && ls->has_max && ls->fmin == 0.0 && ls->fmax == 1.0);
+  cr_assert(call->sym_dtype >= 0 && call->nchecks == 2);
   /* Liger's rule, next_pow2(ceil(bt / ceil(vocab / hidden))), at a few shapes */
   const int64_t shapes[][4] = {{4096, 1024, 32768, 128}, {100, 32, 300, 16}, {7, 100, 50, 8}, {0, 1, 1, 1},
                                {1000, 4096, 128256, 32}};

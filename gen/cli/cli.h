@@ -79,18 +79,9 @@ int cli_cmd_emit(int argc, char **argv);
 int cli_cmd_check(int argc, char **argv);
 int cli_cmd_tune(int argc, char **argv);
 int cli_cmd_tune_merge(int argc, char **argv); /* ubgen tune merge */
-/* The planner of a spec's composite op (docs/spec-format.md), `ubgen plan
- * KERNEL.OP`, once cli_cmd_plan has parsed the options and the one dtype:
- * registered at load time by the file that knows how the runtime runs the
- * op (plan_flce.c), so only in the ubgen binary, not in the boot generator,
- * which has no runtime. */
-typedef struct cli_composite_planner {
-  const char *kernel, *op;
-  int (*plan)(cli_opts *o, int dtype);
-  struct cli_composite_planner *next;
-} cli_composite_planner;
-void cli_register_planner(cli_composite_planner *p);
-/* the planner of target "KERNEL.OP", or NULL */
-const cli_composite_planner *cli_find_planner(const char *target);
+/* `ubgen plan KERNEL.OP` for a composite op of k: plan_composite.c sets it
+ * at load time, in the ubgen binary only (the boot generator has no
+ * runtime to ask); NULL there */
+extern int (*cli_plan_composite)(cli_opts *o, int dtype, const ug_kernel *k, const ug_composite *c);
 
 #endif

@@ -1,7 +1,7 @@
 /* ubgen plan KERNEL.PASS --dtype D --shape ...: what the runtime would run
  * for this shape and why, the UB layout of that variant, and every other
  * variant with its footprint and why it is or is not a candidate. A
- * composite op (flce.chunk) is planned by the planner registered for it. */
+ * composite op (flce.chunk) is planned by plan_composite.c. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,20 +28,7 @@ static json_t *layout_json(const ug_variant *v) {
   return arr;
 }
 
-static cli_composite_planner *planners;
-
-void cli_register_planner(cli_composite_planner *p) {
-  p->next = planners;
-  planners = p;
-}
-
-const cli_composite_planner *cli_find_planner(const char *target) {
-  const char *dot = target ? strchr(target, '.') : NULL;
-  for (const cli_composite_planner *p = planners; p && dot; p = p->next)
-    if (strlen(p->kernel) == (size_t)(dot - target) && !strncmp(p->kernel, target, dot - target) && !strcmp(p->op, dot + 1))
-      return p;
-  return NULL;
-}
+int (*cli_plan_composite)(cli_opts *o, int dtype, const ug_kernel *k, const ug_composite *c);
 
 int cli_cmd_plan(int argc, char **argv) {
   cli_opts o;
@@ -63,8 +50,6 @@ int cli_cmd_plan(int argc, char **argv) {
     cli_error("plan: give exactly one --dtype (f32, f16 or bf16)");
     return EXIT_USAGE;
   }
-  const cli_composite_planner *planner = cli_find_planner(o.target);
-  if (planner) return planner->plan(&o, dtype);
   ug_specset set;
   if (cli_load_specs(&o, &set) < 0) return EXIT_USAGE;
   int rc = EXIT_USAGE;
@@ -73,6 +58,19 @@ int cli_cmd_plan(int argc, char **argv) {
   ug_variant *vs = NULL;
   int64_t *env = NULL;
   json_t *root = NULL;
+  char kname[UG_MAX_VARIANT_NAME + 1];
+  const char *dot = strchr(o.target, '.');
+  snprintf(kname, sizeof kname, "%.*s", dot ? (int)(dot - o.target) : 0, o.target);
+  k = dot ? ug_specset_find(&set, kname) : NULL;
+  const ug_composite *comp = k ? ug_spec_composite(k, dot + 1) : NULL;
+  if (comp && cli_plan_composite) {
+    rc = cli_plan_composite(&o, dtype, k, comp);
+    goto out;
+  }
+  if (comp) {
+    cli_error("plan: %s is a composite op, which this build of ubgen cannot plan (it has no runtime)", o.target);
+    goto out;
+  }
   if (cli_find_pass(&set, o.target, &k, &p) < 0) goto out;
   if (!p->dtypes[dtype]) {
     cli_error("plan: %s has no %s variants", o.target, ug_dtype_name(dtype));

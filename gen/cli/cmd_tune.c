@@ -429,25 +429,15 @@ static bool take_unit(tuner *T) {
   return true;
 }
 
-static cli_composite_tuner *tuners;
-
-void cli_register_tuner(cli_composite_tuner *t) {
-  t->next = tuners;
-  tuners = t;
-}
-
-const cli_composite_tuner *cli_find_tuner(const char *kernel, const char *op) {
-  for (const cli_composite_tuner *t = tuners; t; t = t->next)
-    if (!strcmp(t->kernel, kernel) && !strcmp(t->op, op)) return t;
-  return NULL;
-}
+/* the tuner of c: the generic one, for an op with a "run" */
+static const cli_composite_tuner *tuner_of(const ug_composite *c) { return c->run ? &cli_composite_tuner_generic : NULL; }
 
 /* a composite op of k at --shape's shapes (the kernel's shape names) or
  * its "tune" cases, at --dtype's dtypes or its "tune" dtypes */
 static int tune_composite(tuner *T, const ug_kernel *k, const ug_composite *c) {
-  const cli_composite_tuner *tu = cli_find_tuner(k->name, c->name);
+  const cli_composite_tuner *tu = tuner_of(c);
   if (!tu) {
-    if (!T->counting) fprintf(out, "\n%s.%s: no tuner for this composite op in this ubgen; skipped\n", k->name, c->name);
+    if (!T->counting) fprintf(out, "\n%s.%s: declares no \"run\", so nothing runs it; skipped\n", k->name, c->name);
     return 0;
   }
   cli_tune_sink sink = {T->o, out, T->db, T->json, T->svg, &T->failures, T->where};
@@ -544,8 +534,9 @@ static int sweep(tuner *T, const ug_specset *set) {
                                 ? ug_spec_composite(ck, dot + 1)
                                 : NULL;
     if (!c) continue;
-    if (!cli_find_tuner(ck->name, c->name)) {
-      cli_error("tune: %s is a composite op of kernel %s, and this ubgen has no tuner for it", target, ck->name);
+    if (!tuner_of(c)) {
+      cli_error("tune: %s is a composite op of kernel %s that declares no \"run\" in %s: nothing runs it", target,
+                ck->name, ck->path);
       return EXIT_USAGE;
     }
     return tune_composite(T, ck, c) < 0 ? EXIT_USAGE : EXIT_OK;

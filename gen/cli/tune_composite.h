@@ -1,11 +1,10 @@
-/* The tuners of spec'd composite ops (a kernel's "composites"): `ubgen tune
- * KERNEL.OP`, and the op with its kernel in `ubgen tune KERNEL` and `all`.
- * The candidates are whole calls of the op's typed wrapper, each forced by
- * name with ubg_set_variant; the DB entry is (kernel, op, the kernel's
- * shape bucketed, the variant's name). cmd_tune.c walks the dtypes and
- * shapes (--dtype and --shape, else the composite's "tune" section); a
- * tuner registers itself at load time (tune_flce.c), so cmd_tune.c names
- * no op. */
+/* The tuner of spec'd composite ops (a kernel's "composites" with a
+ * "run"): `ubgen tune KERNEL.OP`, and the op with its kernel in `ubgen tune
+ * KERNEL` and `all`. The candidates are whole calls of the op (ubg_launch
+ * by name), each forced by name with ubg_set_variant; the DB entry is
+ * (kernel, op, the kernel's shape bucketed, the variant's name). cmd_tune.c
+ * walks the dtypes and shapes (--dtype and --shape, else the composite's
+ * "tune" section) and names no op. */
 #ifndef CLI_TUNE_COMPOSITE_H
 #define CLI_TUNE_COMPOSITE_H
 
@@ -28,8 +27,7 @@ typedef struct {
   const char *where; /* the sweep's position, the progress lines' prefix ("[3/8, about 2m left]") */
 } cli_tune_sink;
 
-typedef struct cli_composite_tuner {
-  const char *kernel, *op;
+typedef struct {
   int reps; /* rounds without --reps */
   /* one dtype and shape (the kernel's, in its order): 0 ok (a wrong
    * candidate is counted, not an error); -1 could not run */
@@ -39,10 +37,8 @@ typedef struct cli_composite_tuner {
    * adds its candidates to *ncand */
   double (*floor)(const ug_kernel *k, const ug_composite *c, int dtype, const int64_t *shape, int reps, int cores,
                   int *ncand);
-  struct cli_composite_tuner *next;
 } cli_composite_tuner;
-void cli_register_tuner(cli_composite_tuner *t);
-/* the tuner of kernel's composite op, or NULL */
-const cli_composite_tuner *cli_find_tuner(const char *kernel, const char *op);
+/* the tuner of every composite op with a "run" (tune_composite.c) */
+extern const cli_composite_tuner cli_composite_tuner_generic;
 
 #endif

@@ -1,5 +1,5 @@
 /* The tuner's clock: how `ubgen tune` times its candidates, for spec'd
- * variants (cmd_tune.c) and for ubg_flce's chunk sizes (tune_flce.c) alike.
+ * variants (cmd_tune.c) and for composite ops' variants (tune_composite.c) alike.
  *
  * The caller has already run every candidate once (verification, which is
  * also the warm-up). Then reps rounds: each round runs every good candidate

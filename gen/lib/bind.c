@@ -31,8 +31,16 @@ void ug_explain_rule(const ug_pass *p, const ug_rule *r, const int64_t *env, cha
   if (len < n) len += (size_t)snprintf(out + len, n - len, " fails with");
   const int *slots;
   size_t ns = ug_expr_slots(r->require, &slots);
-  for (size_t i = 0; i < ns && len < n; i++)
-    len += (size_t)snprintf(out + len, n - len, " %s=%lld", p->syms[slots[i]].name, (long long)env[slots[i]]);
+  for (size_t i = 0; i < ns && len < n; i++) {
+    const ug_sym *s = &p->syms[slots[i]];
+    const int64_t v = env[slots[i]];
+    len += (size_t)snprintf(out + len, n - len, " %s=%lld", s->name, (long long)v);
+    const char *named = s->kind == UG_SYM_DTYPE && v >= 0 && v < UG_NDTYPES ? ug_dtype_name((int)v) : NULL;
+    const ug_arg *a = s->kind == UG_SYM_INT ? &p->args[s->ref] : NULL;
+    for (int k = 0; a && a->value_names && k < a->nvalues; k++)
+      if (a->values[k] == v) named = a->value_names[k];
+    if (named && len < n) len += (size_t)snprintf(out + len, n - len, " (%s)", named);
+  }
 }
 
 void ug_case_env(const ug_pass *p, const ug_case *cs, int64_t *env) {

@@ -35,7 +35,9 @@ typedef enum {
   UG_SYM_DTYPE_BYTES, /* bytes of the variant's dtype */
   UG_SYM_INT,         /* an int argument (shape or option) */
   UG_SYM_HAS,         /* has_<tensor>: 1 when an optional tensor is given */
-  UG_SYM_DERIVED      /* a derived value, evaluated at launch */
+  UG_SYM_DERIVED,     /* a derived value, evaluated at launch */
+  UG_SYM_DTYPE,       /* the call's dtype, 0 f32, 1 f16, 2 bf16 (a composite's arguments only) */
+  UG_SYM_RUN          /* a composite's run: an integer axis's value (chunk), off and rows of a chunk */
 } ug_symkind;
 
 typedef struct {
@@ -56,8 +58,9 @@ typedef struct {
   int nmay_alias;
   ug_expr *range_lo, *range_hi; /* integer input tensors: every element in [lo, hi), or NULL */
   ug_expr *range_except;        /* ... or equal to this (an ignore_index), or NULL */
-  bool has_min, has_max; /* ints */
-  int64_t min, max;
+  bool has_min, has_max; /* ints and floats */
+  int64_t min, max;      /* ints */
+  double fmin, fmax;     /* floats */
   int64_t *values;      /* ints: allowed values, or NULL */
   int nvalues;
   char **value_names;   /* ints: names of the values, for messages */
@@ -155,6 +158,7 @@ typedef struct ug_pass {
   int sym_of_arg[UG_MAX_ARGS];     /* env slot of an int arg, or of has_<tensor>; -1 */
   int sym_of_axis[UG_MAX_AXES];
   int sym_tiled, sym_dtype_bytes;  /* -1 when absent */
+  int sym_dtype;                   /* "dtype": a composite's arguments only; -1 elsewhere */
   int sym_of_derived_base;         /* slot of derived[0] */
   ug_tol tol[UG_NDTYPES];
   ug_case *cases;
@@ -179,6 +183,66 @@ typedef struct {
   int nvalues;
 } ug_comp_axis;
 
+/* A composite's run (spec "run", docs/spec-format.md): its scratch, and the
+ * steps it takes before, per chunk of rows and after. A binding gives a
+ * pass's or routine's argument: a tensor (a public argument, from the
+ * chunk's first row with [off], a scratch buffer, or null; "cond ? a : b"
+ * picks one), an integer expression, or a float (a public float argument
+ * or a number). Expressions name the call's ints, has_<tensor>, dtype,
+ * dtype_bytes, the integer axes (chunk) and, per chunk, off and rows. */
+typedef struct {
+  int arg;     /* index in the call's args, or -1 */
+  int scratch; /* index in the run's scratch, or -1 (both -1: null) */
+  bool at_off; /* NAME[off]: from row off of the call's tensor */
+} ug_tref;
+
+typedef enum { UG_BIND_TENSOR, UG_BIND_INT, UG_BIND_FLOAT } ug_bindkind;
+
+typedef struct {
+  char *param;
+  ug_bindkind kind;
+  ug_expr *cond;        /* tensors: cond ? then : other, or NULL for then alone */
+  ug_tref then, other;
+  ug_expr *value;       /* ints */
+  int float_arg;        /* floats: the call's float arg, or -1 for number */
+  double number;
+  ug_loc at;
+} ug_binding;
+
+typedef struct {
+  char *pass;       /* a pass of the kernel, launched as ubg_launch does, */
+  char *routine;    /* or a routine of the runtime (NULL: the pass), which runs pass if it names one */
+  ug_expr *when;    /* the step runs where it is nonzero; NULL: always */
+  ug_binding *binds;
+  int nbinds;
+  int or_axis;      /* "or": where this named axis is not at its first value V0, */
+  char *or_routine; /* the routine <or_routine>.<value> runs instead, */
+  ug_binding *or_binds; /* with these bindings; or_axis -1: no "or" */
+  int nor_binds;
+  ug_loc at;
+} ug_step;
+
+typedef struct {
+  char *name;
+  ug_elem elem;
+  ug_expr *count; /* elements */
+  ug_expr *when;  /* allocated where nonzero (NULL: always); else bound as null */
+  bool zero;      /* zeroed before the first step */
+  ug_loc at;
+} ug_scratch;
+
+enum { UG_RUN_BEFORE, UG_RUN_CHUNK, UG_RUN_AFTER, UG_RUN_PHASES };
+
+typedef struct {
+  ug_expr *rows;         /* the rows the chunks cover (bt) */
+  int sym_off, sym_rows; /* env slots of off and rows in the call's symbols */
+  int sym_axis[8];       /* ... of each integer axis, -1 for a named one */
+  ug_scratch *scratch;
+  int nscratch;
+  ug_step *steps[UG_RUN_PHASES];
+  int nsteps[UG_RUN_PHASES];
+} ug_run;
+
 /* An op of the kernel that runs several of its passes (its typed wrapper in
  * the runtime does), with variants of its own: the axes, in name order.
  * Its variant names are axis=value pairs in axis order, joined by ',':
@@ -191,6 +255,18 @@ typedef struct {
   bool tune_dtypes[UG_NDTYPES]; /* "tune": the dtypes `ubgen tune` sweeps without --dtype (all by default) */
   int64_t *tune_shapes;         /* ... and its shapes without --shape: ntune rows of the kernel's shape, in its order */
   int ntune;
+  /* "args" and "checks": the op's public arguments in the grammar of a
+   * pass's, which the runtime validates a call against as it validates a
+   * pass's (no template, stages or variants); NULL when the spec has none */
+  ug_pass *call;
+  ug_run *run; /* "run" (needs "args"), or NULL */
+  /* "tune" beside dtypes and cases, for a composite with "args": */
+  bool tune_omit[UG_MAX_ARGS]; /* "omit": optional tensors the timed calls leave out */
+  ug_expr *tune_flops;         /* "flops": a call's arithmetic, for the sweep's floor; NULL: its bytes */
+  char **tune_tol_value;       /* "tolerance": {value: {atol, rtol}}, per value of a named axis whose */
+  ug_tol *tune_tol;            /* candidates differ from the default's bits (a library's GEMMs); */
+  bool *tune_tol_scaled;       /* "scaled": atol times the largest |value| */
+  int ntune_tol;               /* others must give the default candidate's bits */
 } ug_composite;
 
 typedef struct ug_kernel {

@@ -68,8 +68,66 @@ static int load_axis(L *l, const ug_kernel *k, ug_comp_axis *a, json_t *v, const
 /* "tune": {"dtypes": [...], "cases": [{shape name: value, ...}, ...]}: what
  * `ubgen tune` sweeps without --dtype and --shape; each case gives every
  * name of the kernel's shape, at least 1 */
+/* "omit", "flops" and "tolerance" of a composite's "tune": they name its "args" */
+static int load_tune_call(L *l, ug_composite *c, json_t *v, const ug_jloc *at) {
+  const ug_pass *call = c->call;
+  const ug_jloc *k_at;
+  json_t *f = ug_spec_member(v, at, "omit", &k_at);
+  if ((f || json_object_get(v, "flops") || json_object_get(v, "tolerance")) && !call)
+    return ug_spec_fail_at(l, at->at, "a composite's \"omit\", \"flops\" and \"tolerance\" name its \"args\", which it does not have");
+  if (f) {
+    if (ug_spec_want(l, f, k_at, JSON_ARRAY, "\"omit\"") < 0) return -1;
+    for (size_t i = 0; i < json_array_size(f); i++) {
+      const ug_jloc *iat = ug_jloc_index(k_at, i);
+      json_t *e = json_array_get(f, i);
+      if (ug_spec_want(l, e, iat, JSON_STRING, "an \"omit\" entry") < 0) return -1;
+      const int a = ug_pass_arg(call, json_string_value(e));
+      if (a < 0 || call->args[a].kind != UG_ARG_TENSOR || !call->args[a].optional)
+        return ug_spec_fail_at(l, iat->at, "\"%s\" is not an optional tensor of composite \"%s\"", json_string_value(e), c->name);
+      c->tune_omit[a] = true;
+    }
+  }
+  if ((f = ug_spec_member(v, at, "flops", &k_at)) &&
+      ug_spec_get_expr(l, f, k_at, call, ALLOW_INTS | ALLOW_HAS, 0, "\"flops\"", &c->tune_flops) < 0)
+    return -1;
+  if (!(f = ug_spec_member(v, at, "tolerance", &k_at))) return 0;
+  if (ug_spec_want(l, f, k_at, JSON_OBJECT, "\"tolerance\"") < 0) return -1;
+  const size_t n = json_object_size(f);
+  c->tune_tol_value = calloc(n + 1, sizeof *c->tune_tol_value);
+  c->tune_tol = calloc(n + 1, sizeof *c->tune_tol);
+  c->tune_tol_scaled = calloc(n + 1, sizeof *c->tune_tol_scaled);
+  if (!c->tune_tol_value || !c->tune_tol || !c->tune_tol_scaled) return ug_spec_fail_at(l, k_at->at, "out of memory");
+  const char *key;
+  json_t *tv;
+  json_object_foreach(f, key, tv) {
+    static const char *const keys[] = {"atol", "rtol", "scaled", NULL};
+    const ug_jloc *tat = ug_jloc_member(k_at, key, NULL), *x_at;
+    bool known = false;
+    for (int i = 0; i < c->naxes; i++)
+      for (int j = 1; c->axes[i].values && j < c->axes[i].nvalues; j++) known |= !strcmp(c->axes[i].values[j], key);
+    if (!known)
+      return ug_spec_fail_at(l, tat->at, "\"%s\" is not a value (other than the first) of a named axis of composite \"%s\"",
+                             key, c->name);
+    const int t = c->ntune_tol++;
+    if (!(c->tune_tol_value[t] = strdup(key))) return ug_spec_fail_at(l, tat->at, "out of memory");
+    if (ug_spec_want(l, tv, tat, JSON_OBJECT, "a tolerance") < 0 || ug_spec_check_keys(l, tv, tat, "a tolerance", keys) < 0)
+      return -1;
+    json_t *x = ug_spec_member(tv, tat, "atol", &x_at);
+    if (ug_spec_require(l, x, tat, "atol", "a tolerance") < 0 || ug_spec_get_number(l, x, x_at, "\"atol\"", &c->tune_tol[t].atol) < 0)
+      return -1;
+    x = ug_spec_member(tv, tat, "rtol", &x_at);
+    if (ug_spec_require(l, x, tat, "rtol", "a tolerance") < 0 || ug_spec_get_number(l, x, x_at, "\"rtol\"", &c->tune_tol[t].rtol) < 0)
+      return -1;
+    if ((x = ug_spec_member(tv, tat, "scaled", &x_at))) {
+      if (ug_spec_want(l, x, x_at, JSON_TRUE, "\"scaled\"") < 0) return -1;
+      c->tune_tol_scaled[t] = json_is_true(x);
+    }
+  }
+  return 0;
+}
+
 static int load_tune(L *l, const ug_kernel *k, ug_composite *c, json_t *v, const ug_jloc *at) {
-  static const char *const keys[] = {"dtypes", "cases", NULL};
+  static const char *const keys[] = {"dtypes", "cases", "omit", "flops", "tolerance", NULL};
   if (ug_spec_want(l, v, at, JSON_OBJECT, "a composite's \"tune\"") < 0 ||
       ug_spec_check_keys(l, v, at, "a composite's \"tune\"", keys) < 0)
     return -1;
@@ -105,7 +163,46 @@ static int load_tune(L *l, const ug_kernel *k, ug_composite *c, json_t *v, const
   return 0;
 }
 
-/* "composites": {"<name>": {"about": "...", "axes": [...], "tune": {...}}, ...} */
+/* "args" and "checks": the op's public arguments as a pass without a
+ * template, so the runtime validates a call to it as it validates a pass's.
+ * Its symbols are a pass's (dtype_bytes, the int args, has_<tensor>) and
+ * "dtype", the call's dtype as a number (0 f32, 1 f16, 2 bf16), for a
+ * check that relates an argument to it. */
+static int load_call(L *l, ug_kernel *k, ug_composite *c, json_t *cv, const ug_jloc *cat) {
+  const ug_jloc *args_at, *k_at;
+  json_t *args = ug_spec_member(cv, cat, "args", &args_at), *checks = ug_spec_member(cv, cat, "checks", &k_at);
+  if (!args) return checks ? ug_spec_fail_at(l, k_at->at, "a composite's \"checks\" need its \"args\"") : 0;
+  ug_pass *p = c->call = calloc(1, sizeof *p);
+  if (!p || !(p->name = strdup(c->name))) return ug_spec_fail_at(l, args_at->at, "out of memory");
+  p->kernel = k;
+  p->at = cat->at;
+  p->sym_tiled = p->sym_dtype_bytes = p->sym_dtype = -1;
+  for (int i = 0; i < UG_MAX_ARGS; i++) p->sym_of_arg[i] = -1;
+  for (int i = 0; i < UG_MAX_AXES; i++) p->sym_of_axis[i] = -1;
+  for (int dt = 0; dt < UG_NDTYPES; dt++) p->dtypes[dt] = true;
+  if (ug_spec_load_args(l, args, args_at, p) < 0) return -1;
+  if ((p->sym_dtype_bytes = ug_spec_add_sym(l, p, "dtype_bytes", UG_SYM_DTYPE_BYTES, 0, cat->at)) < 0 ||
+      (p->sym_dtype = ug_spec_add_sym(l, p, "dtype", UG_SYM_DTYPE, 0, cat->at)) < 0)
+    return -1;
+  for (int i = 0; i < p->nargs; i++) {
+    const ug_arg *a = &p->args[i];
+    char hn[80];
+    snprintf(hn, sizeof hn, "has_%s", a->name);
+    if (a->kind == UG_ARG_INT && (p->sym_of_arg[i] = ug_spec_add_sym(l, p, a->name, UG_SYM_INT, i, a->at)) < 0) return -1;
+    if (a->kind == UG_ARG_TENSOR && (p->sym_of_arg[i] = ug_spec_add_sym(l, p, hn, UG_SYM_HAS, i, a->at)) < 0) return -1;
+  }
+  if (ug_spec_load_arg_shapes(l, args, args_at, p) < 0) return -1;
+  for (int s = 0; s < k->nshape; s++) {
+    const int ai = ug_pass_arg(p, k->shape[s]);
+    if (ai < 0 || p->args[ai].kind != UG_ARG_INT)
+      return ug_spec_fail_at(l, args_at->at, "shape name \"%s\" must be an int arg of composite \"%s\"", k->shape[s],
+                             c->name);
+  }
+  return checks ? ug_spec_load_rules(l, checks, k_at, p, "checks", ALLOW_INTS | ALLOW_HAS, &p->checks, &p->nchecks) : 0;
+}
+
+/* "composites": {"<name>": {"about": "...", "axes": [...], "tune": {...},
+ * "args": [...], "checks": [...], "run": {...}}, ...} */
 int ug_spec_load_composites(L *l, ug_kernel *k, json_t *v, const ug_jloc *at) {
   if (ug_spec_want(l, v, at, JSON_OBJECT, "\"composites\"") < 0) return -1;
   const size_t n = json_object_size(v);
@@ -119,7 +216,7 @@ int ug_spec_load_composites(L *l, ug_kernel *k, json_t *v, const ug_jloc *at) {
     if (!ug_is_ident(key)) return ug_spec_fail_at(l, cat->at, "composite name \"%s\" is not an identifier", key);
     if (ug_spec_pass(k, key)) return ug_spec_fail_at(l, cat->at, "composite \"%s\" has a pass's name", key);
     if (!(c->name = strdup(key))) return ug_spec_fail_at(l, cat->at, "out of memory");
-    static const char *const keys[] = {"about", "axes", "tune", NULL};
+    static const char *const keys[] = {"about", "axes", "tune", "args", "checks", "run", NULL};
     if (ug_spec_want(l, cv, cat, JSON_OBJECT, "a composite") < 0 || ug_spec_check_keys(l, cv, cat, "a composite", keys) < 0)
       return -1;
     const ug_jloc *k_at;
@@ -142,7 +239,10 @@ int ug_spec_load_composites(L *l, ug_kernel *k, json_t *v, const ug_jloc *at) {
         if (!strcmp(c->axes[j].name, a->name)) return ug_spec_fail_at(l, aat->at, "axis \"%s\" is listed twice", a->name);
     }
     for (int dt = 0; dt < UG_NDTYPES; dt++) c->tune_dtypes[dt] = true;
-    if ((f = ug_spec_member(cv, cat, "tune", &k_at)) && load_tune(l, k, c, f, k_at) < 0) return -1;
+    if (load_call(l, k, c, cv, cat) < 0) return -1;
+    if ((f = ug_spec_member(cv, cat, "tune", &k_at)) && (load_tune(l, k, c, f, k_at) < 0 || load_tune_call(l, c, f, k_at) < 0))
+      return -1;
+    if ((f = ug_spec_member(cv, cat, "run", &k_at)) && ug_spec_load_run(l, k, c, f, k_at) < 0) return -1;
   }
   return 0;
 }
@@ -157,6 +257,12 @@ void ug_spec_free_composites(ug_kernel *k) {
       ug_expr_free(a->dflt);
     }
     free(c->axes), free(c->name), free(c->about), free(c->tune_shapes);
+    ug_spec_free_run(c->run);
+    ug_expr_free(c->tune_flops);
+    for (int t = 0; t < c->ntune_tol; t++) free(c->tune_tol_value[t]);
+    free(c->tune_tol_value), free(c->tune_tol), free(c->tune_tol_scaled);
+    if (c->call) ug_spec_free_pass(c->call);
+    free(c->call);
   }
   free(k->composites);
 }

@@ -35,6 +35,8 @@ int ug_spec_resolve(void *ud, const char *name, size_t len, const char **why) {
       *why = "variant axes are not known here";
       return -2;
     case UG_SYM_INT:
+    case UG_SYM_DTYPE:
+    case UG_SYM_RUN:
       if (r->allow & ALLOW_INTS) return i;
       *why = "only variant axes may be used here (UB sizes belong to the variant, not the shape)";
       return -2;
@@ -75,12 +77,18 @@ int ug_spec_get_expr(L *l, json_t *v, const ug_jloc *at, const ug_pass *p, int a
   } else {
     return ug_spec_fail_at(l, at->at, "%s must be an expression (a string or an integer), not %s", what, ug_spec_json_kind(v));
   }
+  if (!from_string) return ug_spec_expr_text(l, src, at, -1, p, allow, derived_limit, what, out);
+  return ug_spec_expr_text(l, src, at, 0, p, allow, derived_limit, what, out);
+}
+
+int ug_spec_expr_text(L *l, const char *src, const ug_jloc *at, int pos0, const ug_pass *p, int allow,
+                      int derived_limit, const char *what, ug_expr **out) {
   if (strlen(src) > 4096) return ug_spec_fail_at(l, at->at, "%s is longer than 4096 characters", what);
   resolver r = {p, allow, derived_limit, what};
   ug_expr_err err;
   *out = ug_expr_parse(src, ug_spec_resolve, &r, &err);
   if (*out) return 0;
-  ug_loc eat = from_string ? ug_jloc_string_char(l->text, at, err.pos) : at->at;
+  ug_loc eat = pos0 >= 0 ? ug_jloc_string_char(l->text, at, (size_t)pos0 + err.pos) : at->at;
   return ug_spec_fail_at(l, eat, "%s: %s (in \"%s\")", what, err.msg, src);
 }
 

@@ -40,7 +40,7 @@ static int load_pass(L *l, ug_kernel *kn, ug_pass *p, const char *name, json_t *
   p->kernel = kn;
   p->at = at->at;
   p->bitwise = true;
-  p->sym_tiled = p->sym_dtype_bytes = -1;
+  p->sym_tiled = p->sym_dtype_bytes = p->sym_dtype = -1;
   for (int i = 0; i < UG_MAX_ARGS; i++) p->sym_of_arg[i] = -1;
   for (int i = 0; i < UG_MAX_AXES; i++) p->sym_of_axis[i] = -1;
   p->name = strdup(name);
@@ -302,66 +302,9 @@ ug_kernel *ug_spec_load_file(const char *path, ug_diag *d) {
   return k;
 }
 
-static void free_rules(ug_rule *r, int n) {
-  for (int i = 0; i < n; i++) {
-    ug_expr_free(r[i].require);
-    free(r[i].why);
-  }
-  free(r);
-}
-
-static void free_pass(ug_pass *p) {
-  free(p->name);
-  free(p->template_name);
-  for (int i = 0; i < p->naxes; i++) {
-    free(p->axes[i].name);
-    free(p->axes[i].tag);
-    free(p->axes[i].values);
-    ug_expr_free(p->axes[i].dflt);
-  }
-  for (int i = 0; i < p->nargs; i++) {
-    ug_arg *a = &p->args[i];
-    free(a->name);
-    for (int j = 0; j < a->rank; j++) ug_expr_free(a->shape[j]);
-    for (int j = 0; j < a->nmay_alias; j++) free(a->may_alias[j]);
-    free(a->may_alias);
-    ug_expr_free(a->range_lo);
-    ug_expr_free(a->range_hi);
-    ug_expr_free(a->range_except);
-    free(a->values);
-    if (a->value_names)
-      for (int j = 0; j < a->nvalues; j++) free(a->value_names[j]);
-    free(a->value_names);
-  }
-  for (int i = 0; i < p->nderived; i++) {
-    free(p->derived[i].name);
-    ug_expr_free(p->derived[i].value);
-  }
-  free(p->derived);
-  free_rules(p->constraints, p->nconstraints);
-  free_rules(p->checks, p->nchecks);
-  for (int i = 0; i < p->nstages; i++) {
-    free(p->stages[i].name);
-    ug_expr_free(p->stages[i].grid);
-  }
-  for (int i = 0; i < p->nub; i++) {
-    free(p->ub[i].name);
-    ug_expr_free(p->ub[i].count);
-  }
-  for (int i = 0; i < p->nws; i++) {
-    free(p->ws[i].name);
-    ug_expr_free(p->ws[i].count);
-  }
-  for (int i = 0; i < p->nsyms; i++) free(p->syms[i].name);
-  free(p->syms);
-  free(p->cases);
-  free(p->tune_cases);
-  free(p->inits);
-}
-
 void ug_spec_free(ug_kernel *k) {
   if (!k) return;
-  for (int i = 0; i < k->npasses; i++) free_pass(&k->passes[i]);
+  for (int i = 0; i < k->npasses; i++) ug_spec_free_pass(&k->passes[i]);
   ug_spec_free_composites(k);
   free(k->passes);
   for (int i = 0; i < k->nshape; i++) free(k->shape[i]);

@@ -3,8 +3,9 @@
  * its parts.
  *   spec_json.c      JSON values with their positions: typed getters, errors file:line:col
  *   spec_exprs.c     expressions whose names resolve to a pass's symbols; the symbol table
- *   spec_sections.c  the sections of a pass: dtypes, axes, args, rules, stages, buffers, check
+ *   spec_sections.c  the sections of a pass: dtypes, axes, args, rules, stages, buffers, check; freeing one
  *   spec_composite.c a kernel's composite ops: their axes, defaults and variant names
+ *   spec_run.c       a composite's run: scratch, steps and their bindings
  *   spec_load.c      a pass, a kernel, the entry points, freeing
  *   spec_names.c     dtype and element tables, names of a pass (used everywhere) */
 #ifndef UG_SPEC_LOAD_INTERNAL_H
@@ -44,6 +45,10 @@ int ug_spec_get_number(L *l, json_t *v, const ug_jloc *at, const char *what, dou
 int ug_spec_resolve(void *ud, const char *name, size_t len, const char **why);
 int ug_spec_get_expr(L *l, json_t *v, const ug_jloc *at, const ug_pass *p, int allow, int derived_limit,
                     const char *what, ug_expr **out);
+/* src (a part of a JSON string at `at` from character pos0, or -1 when it
+ * is not in the text) as an expression; errors point into the string */
+int ug_spec_expr_text(L *l, const char *src, const ug_jloc *at, int pos0, const ug_pass *p, int allow,
+                      int derived_limit, const char *what, ug_expr **out);
 bool ug_spec_expr_variant_only(const ug_pass *p, const ug_expr *e);
 bool ug_spec_name_taken(const ug_pass *p, const char *name);
 int ug_spec_add_sym(L *l, ug_pass *p, const char *name, ug_symkind kind, int ref, ug_loc at);
@@ -61,6 +66,10 @@ int ug_spec_load_buffers(L *l, json_t *v, const ug_jloc *at, ug_pass *p, const c
 int ug_spec_load_cases(L *l, json_t *cases, const ug_jloc *cat, ug_pass *p, ug_case **out, int *nout);
 int ug_spec_load_composites(L *l, ug_kernel *k, json_t *v, const ug_jloc *at);
 void ug_spec_free_composites(ug_kernel *k);
+void ug_spec_free_pass(ug_pass *p); /* what it owns, not p */
+/* "run" of composite c (after its "args"): 0, or -1 with the error in l */
+int ug_spec_load_run(L *l, const ug_kernel *k, ug_composite *c, json_t *v, const ug_jloc *at);
+void ug_spec_free_run(ug_run *r);
 int ug_spec_load_check(L *l, json_t *v, const ug_jloc *at, ug_pass *p);
 
 #endif

@@ -179,13 +179,15 @@ int ug_spec_load_args(L *l, json_t *v, const ug_jloc *at, ug_pass *p) {
     if (ug_spec_require(l, f, eat, "type", "an arg") < 0 || ug_spec_parse_elem(l, f, k, true, &a->elem, &a->kind) < 0) return -1;
     bool tensor = a->kind == UG_ARG_TENSOR;
     static const char *const tensor_only[] = {"role", "shape", "optional", "may_alias", "range", "range_except", NULL};
-    static const char *const int_only[] = {"min", "max", "values", "names", NULL};
+    static const char *const int_only[] = {"values", "names", NULL};
     for (const char *const *t = tensor_only; *t; t++)
       if (!tensor && json_object_get(e, *t))
         return ug_spec_fail_at(l, ug_jloc_member(eat, *t, NULL)->at, "\"%s\" applies to tensors, and \"%s\" is a scalar", *t, a->name);
     for (const char *const *t = int_only; *t; t++)
       if (a->kind != UG_ARG_INT && json_object_get(e, *t))
         return ug_spec_fail_at(l, ug_jloc_member(eat, *t, NULL)->at, "\"%s\" applies to int args, and \"%s\" is not one", *t, a->name);
+    if (tensor && (json_object_get(e, "min") || json_object_get(e, "max")))
+      return ug_spec_fail_at(l, eat->at, "\"min\" and \"max\" apply to scalars, and \"%s\" is a tensor", a->name);
     if (a->kind != UG_ARG_FLOAT && json_object_get(e, "allow_nonfinite"))
       return ug_spec_fail_at(l, ug_jloc_member(eat, "allow_nonfinite", NULL)->at, "\"allow_nonfinite\" applies to float args");
     if (tensor) {
@@ -245,6 +247,15 @@ int ug_spec_load_args(L *l, json_t *v, const ug_jloc *at, ug_pass *p) {
             return -1;
       }
     } else {
+      /* a float's bounds are closed, like an int's: [min, max] */
+      f = ug_spec_member(e, eat, "min", &k);
+      if (f && ug_spec_get_number(l, f, k, "\"min\"", &a->fmin) < 0) return -1;
+      a->has_min = f != NULL;
+      f = ug_spec_member(e, eat, "max", &k);
+      if (f && ug_spec_get_number(l, f, k, "\"max\"", &a->fmax) < 0) return -1;
+      a->has_max = f != NULL;
+      if (a->has_min && a->has_max && a->fmin > a->fmax)
+        return ug_spec_fail_at(l, k->at, "\"min\" %g is above \"max\" %g", a->fmin, a->fmax);
       f = ug_spec_member(e, eat, "allow_nonfinite", &k);
       if (f) {
         if (ug_spec_want(l, f, k, JSON_TRUE, "\"allow_nonfinite\"") < 0) return -1;
@@ -546,4 +557,63 @@ int ug_spec_load_check(L *l, json_t *v, const ug_jloc *at, ug_pass *p) {
     }
   }
   return 0;
+}
+
+/* ---- freeing ---------------------------------------------------------- */
+
+static void free_rules(ug_rule *r, int n) {
+  for (int i = 0; i < n; i++) {
+    ug_expr_free(r[i].require);
+    free(r[i].why);
+  }
+  free(r);
+}
+
+void ug_spec_free_pass(ug_pass *p) {
+  free(p->name);
+  free(p->template_name);
+  for (int i = 0; i < p->naxes; i++) {
+    free(p->axes[i].name);
+    free(p->axes[i].tag);
+    free(p->axes[i].values);
+    ug_expr_free(p->axes[i].dflt);
+  }
+  for (int i = 0; i < p->nargs; i++) {
+    ug_arg *a = &p->args[i];
+    free(a->name);
+    for (int j = 0; j < a->rank; j++) ug_expr_free(a->shape[j]);
+    for (int j = 0; j < a->nmay_alias; j++) free(a->may_alias[j]);
+    free(a->may_alias);
+    ug_expr_free(a->range_lo);
+    ug_expr_free(a->range_hi);
+    ug_expr_free(a->range_except);
+    free(a->values);
+    if (a->value_names)
+      for (int j = 0; j < a->nvalues; j++) free(a->value_names[j]);
+    free(a->value_names);
+  }
+  for (int i = 0; i < p->nderived; i++) {
+    free(p->derived[i].name);
+    ug_expr_free(p->derived[i].value);
+  }
+  free(p->derived);
+  free_rules(p->constraints, p->nconstraints);
+  free_rules(p->checks, p->nchecks);
+  for (int i = 0; i < p->nstages; i++) {
+    free(p->stages[i].name);
+    ug_expr_free(p->stages[i].grid);
+  }
+  for (int i = 0; i < p->nub; i++) {
+    free(p->ub[i].name);
+    ug_expr_free(p->ub[i].count);
+  }
+  for (int i = 0; i < p->nws; i++) {
+    free(p->ws[i].name);
+    ug_expr_free(p->ws[i].count);
+  }
+  for (int i = 0; i < p->nsyms; i++) free(p->syms[i].name);
+  free(p->syms);
+  free(p->cases);
+  free(p->tune_cases);
+  free(p->inits);
 }

@@ -160,7 +160,9 @@ UBG_API ubg_status ubg_cross_entropy(ubg_ctx *, ubg_dtype, int64_t bt, int64_t v
     const void *logits /* [bt,vocab] */, const int64_t *target /* [bt] */,
     const ubg_flce_opts *, const ubg_ce_out *);
 
-/* generic entry: any spec'd kernel, arguments matched to the spec by name */
+/* generic entry: any spec'd kernel's pass, or composite op (a spec's
+ * "composites" entry with a "run": ubg_launch(ctx, "flce", "chunk", ...) is
+ * ubg_flce's call), arguments matched to the spec by name */
 typedef enum { UBG_ARG_PTR, UBG_ARG_I64, UBG_ARG_F64 } ubg_arg_kind;
 typedef struct { const char *name; ubg_arg_kind kind;
                  union { void *p; int64_t i; double f; } v; } ubg_arg;

@@ -1,0 +1,64 @@
+/* Routines: the runtime's own operations that a composite op's steps may
+ * name beside its kernel's passes (a spec's "run", docs/spec-format.md):
+ * GEMMs on a library, the cross entropy over rows with its reductions,
+ * zeroing and narrowing. A routine knows no kernel: a step binds its
+ * arguments by name, as a pass's, and the runner (composite_run.c) calls
+ * it once per step, with begin and end around the chunks for a routine
+ * that keeps state over a call. A new routine is one more entry in
+ * routines.c's table. */
+#ifndef UBG_ROUTINE_H
+#define UBG_ROUTINE_H
+
+#include "internal.h"
+
+enum { RT_ROUTINE_ARGS = 32 };
+
+/* one step's call of a routine: its arguments by name, each tensor with its
+ * element type and the bytes from where it points to its end */
+typedef struct {
+  ubg_ctx *ctx;
+  const char *what; /* the op, for messages ("ubg_flce") */
+  ubg_dtype dtype;
+  const char *kernel, *pass; /* the composite's kernel; the step's pass, or NULL */
+  const ubg_arg *args;
+  const ug_elem *elem;   /* [nargs]: tensors' element types */
+  const int64_t *nbytes; /* [nargs]: tensors' bytes, 0 for NULL */
+  int nargs;
+  void *state;   /* state_bytes, zeroed before begin; the same for a step's begin, runs and end */
+  void *scratch; /* the routine's scratch bytes for this step (64-byte aligned), or NULL */
+  char variant[160]; /* what ran, for ubg_ctx_last_variant */
+} rt_routine_call;
+
+typedef struct rt_routine {
+  const char *name; /* "gemm.openblas" */
+  size_t state_bytes;
+  /* NULL, or why it cannot run in this build or on this CPU */
+  const char *(*missing)(void);
+  /* the dtypes it runs; NULL: all */
+  bool (*runs)(ubg_dtype dtype);
+  /* its scratch for the call's largest chunk (the arguments bound at rows = chunk); NULL: none */
+  size_t (*scratch)(const rt_routine_call *c);
+  /* before the first step of the call's first chunk: may fail (and then nothing ran) */
+  ubg_status (*begin)(rt_routine_call *c);
+  ubg_status (*run)(rt_routine_call *c);
+  /* after the call (ok: every step ran), to write what it reduced and free what begin took */
+  void (*end)(rt_routine_call *c, bool ok);
+} rt_routine;
+
+/* the routines, listed in routines.c (a table, not constructors: a static
+ * link keeps only the objects something names) */
+UBG_HIDDEN extern const rt_routine rt_routine_zero, rt_routine_store, rt_routine_ce_rows, rt_routine_gemm_openblas,
+    rt_routine_gemm_amx;
+UBG_HIDDEN const rt_routine *rt_routine_find(const char *name);
+
+/* an argument by name: its index, or -1 when the step binds none */
+UBG_HIDDEN int rt_routine_arg(const rt_routine_call *c, const char *name);
+/* a tensor (NULL when not bound), an int (dflt when not bound), a float */
+UBG_HIDDEN void *rt_routine_p(const rt_routine_call *c, const char *name);
+UBG_HIDDEN int64_t rt_routine_i(const rt_routine_call *c, const char *name, int64_t dflt);
+UBG_HIDDEN double rt_routine_f(const rt_routine_call *c, const char *name, double dflt);
+/* a tensor's element type (UG_ELEM_F32 when not bound) and bytes */
+UBG_HIDDEN ug_elem rt_routine_elem(const rt_routine_call *c, const char *name);
+UBG_HIDDEN int64_t rt_routine_bytes(const rt_routine_call *c, const char *name);
+
+#endif

@@ -1,0 +1,187 @@
+/* gemm.openblas and gemm.amx: a GEMM with its epilogues on a library, for a
+ * composite step whose named axis picks one instead of a generated pass.
+ *
+ *   c [m, n] (+)= op(a) [m, k] op(b) [k, n]   (beta = 1: +=)
+ *     op(a) = a [m, k], or with a_t = 1 the transpose of a [k, m]
+ *     op(b) = b [k, n], or with b_t = 1 the transpose of b [n, k]
+ *   c_sum [m, n] (dtype) := rnd(c_sum + op(a) op(b))  instead of c
+ *   c += bias [n] on every row, after the product
+ *   colsum [m] (f32) += sum over k of op(a); colsum_sum [m] (dtype) := rnd(colsum_sum + that sum)
+ *
+ * c is f32, or of the call's dtype (a product staged in f32, then rounded);
+ * a is f32 or the dtype, b the dtype. OpenBLAS runs f32 (sgemm), AMX bf16
+ * (runtime/gemm_amx.h). m = 0 or k = 0 writes nothing. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../templates/prelude.h"
+#include "gemm_amx.h"
+#include "routine.h"
+#ifdef UBG_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+#ifdef UBG_HAVE_OPENBLAS
+static const bool have_openblas = true;
+#else
+static const bool have_openblas = false;
+#endif
+
+typedef struct {
+  int64_t m, n, k;
+  const void *a, *b;
+  bool a_t, b_t, beta, a_f32;
+  void *c, *c_sum, *colsum_sum;
+  float *colsum;
+  const void *bias;
+  bool c_staged; /* c is of the dtype (not f32): the product is staged in f32 */
+} gemm;
+
+static gemm bound(const rt_routine_call *c) {
+  gemm g = {rt_routine_i(c, "m", 0), rt_routine_i(c, "n", 0), rt_routine_i(c, "k", 0), rt_routine_p(c, "a"),
+            rt_routine_p(c, "b"), rt_routine_i(c, "a_t", 0) != 0, rt_routine_i(c, "b_t", 0) != 0,
+            rt_routine_i(c, "beta", 0) != 0, false, rt_routine_p(c, "c"), rt_routine_p(c, "c_sum"),
+            rt_routine_p(c, "colsum_sum"), rt_routine_p(c, "colsum"), rt_routine_p(c, "bias"), false};
+  g.a_f32 = c->dtype == UBG_F32 || rt_routine_elem(c, "a") == UG_ELEM_F32;
+  g.c_staged = c->dtype != UBG_F32 && rt_routine_elem(c, "c") == UG_ELEM_T;
+  return g;
+}
+
+static float load(const void *p, int64_t i, ubg_dtype dt) {
+  return dt == UBG_F32 ? ubg_ld_f32(p, i) : dt == UBG_F16 ? ubg_ld_f16(p, i) : ubg_ld_bf16(p, i);
+}
+
+/* dst [n] := rnd(dst + src) (add) or rnd(src), in the dtype */
+static void round_into(void *dst, const float *src, int64_t n, ubg_dtype dt, bool add, int threads) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < n; i++) {
+    const float v = add ? load(dst, i, dt) + src[i] : src[i];
+    if (dt == UBG_F32) ((float *)dst)[i] = v;
+    else if (dt == UBG_F16) ubg_st_f16(dst, i, v);
+    else ubg_st_bf16(dst, i, v);
+  }
+}
+
+/* c += bias on each of its m rows (c f32 [m, n]) */
+static void add_bias(const gemm *g, float *c, ubg_dtype dt, int threads) {
+  if (!g->bias) return;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < g->m; i++)
+    for (int64_t v = 0; v < g->n; v++) c[i * g->n + v] += load(g->bias, v, dt);
+}
+
+/* sums [m] += sum over k of op(a), a f32, in k order */
+static void column_sums(const gemm *g, float *sums) {
+  const float *a = g->a;
+  if (g->a_t) {
+    for (int64_t kk = 0; kk < g->k; kk++)
+      for (int64_t r = 0; r < g->m; r++) sums[r] += a[kk * g->m + r];
+  } else {
+    for (int64_t r = 0; r < g->m; r++)
+      for (int64_t kk = 0; kk < g->k; kk++) sums[r] += a[r * g->k + kk];
+  }
+}
+
+/* colsum, or colsum_sum through sums [m] of scratch */
+static void epilogue_sums(const gemm *g, float *sums, ubg_dtype dt, int threads) {
+  if (g->colsum) column_sums(g, g->colsum);
+  if (!g->colsum_sum) return;
+  memset(sums, 0, (size_t)g->m * 4);
+  column_sums(g, sums);
+  round_into(g->colsum_sum, sums, g->m, dt, true, threads);
+}
+
+/* n bytes in whole 64-byte lines */
+static size_t lines(size_t n) { return (n + 63) / 64 * 64; }
+
+/* ---- OpenBLAS: f32 ---- */
+
+static const char *openblas_missing(void) {
+  return have_openblas ? NULL : "this library was built without OpenBLAS";
+}
+static bool openblas_runs(ubg_dtype dt) { return dt == UBG_F32; }
+
+static ubg_status openblas_begin(rt_routine_call *c) {
+  const gemm g = bound(c);
+  if (g.m > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX)
+    return rt_fail(c->ctx, UBG_EINVAL, "%s: gemm.openblas: m = %lld, n = %lld, k = %lld, above OpenBLAS's int", c->what,
+                   (long long)g.m, (long long)g.n, (long long)g.k);
+  return UBG_OK;
+}
+
+static ubg_status openblas_run(rt_routine_call *c) {
+  snprintf(c->variant, sizeof c->variant, "openblas");
+  const gemm g = bound(c);
+  if (g.m == 0 || g.k == 0) return UBG_OK;
+#ifdef UBG_HAVE_OPENBLAS
+  if (g.c)
+    cblas_sgemm(CblasRowMajor, g.a_t ? CblasTrans : CblasNoTrans, g.b_t ? CblasTrans : CblasNoTrans, (int)g.m, (int)g.n,
+                (int)g.k, 1.0f, g.a, (int)(g.a_t ? g.m : g.k), g.b, (int)(g.b_t ? g.k : g.n), g.beta ? 1.0f : 0.0f,
+                g.c, (int)g.n);
+#endif
+  if (g.c) add_bias(&g, g.c, c->dtype, c->ctx->threads);
+  epilogue_sums(&g, c->scratch, c->dtype, c->ctx->threads);
+  return UBG_OK;
+}
+
+static size_t openblas_scratch(const rt_routine_call *c) {
+  const gemm g = bound(c);
+  return g.colsum_sum ? lines((size_t)g.m * 4) : 0;
+}
+
+const rt_routine rt_routine_gemm_openblas = {.name = "gemm.openblas",
+                                   .missing = openblas_missing,
+                                   .runs = openblas_runs,
+                                   .scratch = openblas_scratch,
+                                   .begin = openblas_begin,
+                                   .run = openblas_run};
+
+/* ---- AMX: bf16 ---- */
+
+static const char *amx_missing(void) {
+  return rt_amx_available() ? NULL : "this CPU has no AMX-BF16 tiles (or the kernel does not grant them)";
+}
+static bool amx_runs(ubg_dtype dt) { return dt == UBG_BF16; }
+
+/* the tile GEMM's arguments; c the f32 result (staged or c itself) */
+static rt_amx_gemm_args amx_args(const gemm *g, float *c) {
+  return (rt_amx_gemm_args){g->m,          g->n, g->k, g->a, g->a_t ? g->m : g->k, g->a_f32, !g->a_t, g->b,
+                            g->b_t ? g->k : g->n, g->b_t, g->c_sum ? NULL : c, g->n, g->beta, g->c_sum};
+}
+
+/* the step's scratch: the tile GEMM's packs, then the staged product, then the sums */
+static void amx_layout(const gemm *g, int threads, size_t *pack, size_t *stage, size_t *sums) {
+  const rt_amx_gemm_args a = amx_args(g, NULL);
+  *pack = g->c || g->c_sum ? lines(rt_amx_gemm_scratch(&a, threads)) : 0;
+  *stage = g->c && g->c_staged ? lines((size_t)(g->m * g->n) * 4) : 0;
+  *sums = g->colsum_sum ? lines((size_t)g->m * 4) : 0;
+}
+
+static size_t amx_scratch(const rt_routine_call *c) {
+  const gemm g = bound(c);
+  size_t pack, stage, sums;
+  amx_layout(&g, c->ctx->threads, &pack, &stage, &sums);
+  return pack + stage + sums;
+}
+
+static ubg_status amx_run(rt_routine_call *c) {
+  snprintf(c->variant, sizeof c->variant, "amx");
+  const gemm g = bound(c);
+  if (g.m == 0 || g.k == 0) return UBG_OK;
+  const int threads = c->ctx->threads;
+  size_t pack, stage, sums;
+  amx_layout(&g, threads, &pack, &stage, &sums);
+  char *s = c->scratch;
+  float *out = g.c_staged ? (float *)(s + pack) : g.c;
+  if (g.c || g.c_sum) {
+    const rt_amx_gemm_args a = amx_args(&g, out);
+    rt_amx_gemm(&a, threads, s);
+  }
+  if (g.c) add_bias(&g, out, c->dtype, threads);
+  if (g.c && g.c_staged) round_into(g.c, out, g.m * g.n, c->dtype, false, threads);
+  epilogue_sums(&g, (float *)(s + pack + stage), c->dtype, threads);
+  return UBG_OK;
+}
+
+const rt_routine rt_routine_gemm_amx = {
+    .name = "gemm.amx", .missing = amx_missing, .runs = amx_runs, .scratch = amx_scratch, .run = amx_run};

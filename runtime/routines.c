@@ -1,0 +1,80 @@
+/* The routines' registry, the access to a step's arguments, and the two
+ * plainest routines: zero (a tensor to zero bytes) and store (f32 values
+ * into a tensor of the call's dtype, rounded to nearest even). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../templates/prelude.h"
+#include "routine.h"
+
+static const rt_routine *const routines[] = {&rt_routine_zero, &rt_routine_store, &rt_routine_ce_rows,
+                                             &rt_routine_gemm_openblas, &rt_routine_gemm_amx};
+
+const rt_routine *rt_routine_find(const char *name) {
+  for (size_t i = 0; name && i < sizeof routines / sizeof routines[0]; i++)
+    if (!strcmp(routines[i]->name, name)) return routines[i];
+  return NULL;
+}
+
+int rt_routine_arg(const rt_routine_call *c, const char *name) {
+  for (int i = 0; i < c->nargs; i++)
+    if (!strcmp(c->args[i].name, name)) return i;
+  return -1;
+}
+
+void *rt_routine_p(const rt_routine_call *c, const char *name) {
+  const int i = rt_routine_arg(c, name);
+  return i >= 0 && c->args[i].kind == UBG_ARG_PTR ? c->args[i].v.p : NULL;
+}
+
+int64_t rt_routine_i(const rt_routine_call *c, const char *name, int64_t dflt) {
+  const int i = rt_routine_arg(c, name);
+  return i >= 0 && c->args[i].kind == UBG_ARG_I64 ? c->args[i].v.i : dflt;
+}
+
+double rt_routine_f(const rt_routine_call *c, const char *name, double dflt) {
+  const int i = rt_routine_arg(c, name);
+  return i >= 0 && c->args[i].kind == UBG_ARG_F64 ? c->args[i].v.f : dflt;
+}
+
+ug_elem rt_routine_elem(const rt_routine_call *c, const char *name) {
+  const int i = rt_routine_arg(c, name);
+  return i >= 0 && c->args[i].kind == UBG_ARG_PTR ? c->elem[i] : UG_ELEM_F32;
+}
+
+int64_t rt_routine_bytes(const rt_routine_call *c, const char *name) {
+  const int i = rt_routine_arg(c, name);
+  return i >= 0 && c->args[i].kind == UBG_ARG_PTR ? c->nbytes[i] : 0;
+}
+
+/* zero: dst's bytes to 0 (+0.0 in every float type) */
+static ubg_status zero_run(rt_routine_call *c) {
+  void *dst = rt_routine_p(c, "dst");
+  if (dst) memset(dst, 0, (size_t)rt_routine_bytes(c, "dst"));
+  snprintf(c->variant, sizeof c->variant, "zero");
+  return UBG_OK;
+}
+const rt_routine rt_routine_zero = {.name = "zero", .run = zero_run};
+
+/* store: dst [n] (the call's dtype) := src [n] (f32), n dst's elements;
+ * nothing where either is null */
+static ubg_status store_run(rt_routine_call *c) {
+  void *dst = rt_routine_p(c, "dst");
+  const float *src = rt_routine_p(c, "src");
+  snprintf(c->variant, sizeof c->variant, "store");
+  if (!dst || !src) return UBG_OK;
+  const ubg_dtype dt = c->dtype;
+  const int64_t n = rt_routine_bytes(c, "dst") / (int64_t)ug_dtype_bytes((int)dt);
+  if (dt == UBG_F32) {
+    memcpy(dst, src, (size_t)n * 4);
+    return UBG_OK;
+  }
+#pragma omp parallel for num_threads(c->ctx->threads) schedule(static)
+  for (int64_t i = 0; i < n; i++) {
+    if (dt == UBG_F16) ubg_st_f16(dst, i, src[i]);
+    else ubg_st_bf16(dst, i, src[i]);
+  }
+  return UBG_OK;
+}
+const rt_routine rt_routine_store = {.name = "store", .run = store_run};
