@@ -485,14 +485,11 @@ UBG_INLINE float ubg_lanes4_fold(const float *acc) {
  * expf with + - * and bit operations only (Cephes' range reduction and
  * polynomial, within 2 ulp), so one loop of it is vectorized by gcc and
  * gives the same bits under tcc, where libm's expf would be a call per
- * element. x <= -104 gives 0 (-Inf too), x > 88.7228 Inf, NaN stays NaN. 2^n
- * is applied as two halves so a subnormal result is rounded once. */
-UBG_INLINE float ubg_exp(float x) {
-  float xc = x < -104.0f ? -104.0f : x;
-  xc = xc > 88.7228f ? 88.7228f : xc;
-  xc = xc != xc ? 0.0f : xc;
-  float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(x / ln 2) */
-  float r = xc - n * 0.693359375f;
+ * element. ubg_exp_reduced: x = n ln2 + r, |r| <= ln2 / 2, and e^r; x
+ * finite and in [-104, 88.7228]. */
+UBG_INLINE float ubg_exp_reduced(float x, float *n_out) {
+  float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(x / ln 2) */
+  float r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -500,14 +497,38 @@ UBG_INLINE float ubg_exp(float x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  p = (p * (r * r) + r) + 1.0f;
+  *n_out = n;
+  return (p * (r * r) + r) + 1.0f;
+}
+
+/* x <= -104 gives 0 (-Inf too), x > 88.7228 Inf, NaN stays NaN. 2^n is
+ * applied as two halves so a subnormal result is rounded once. */
+UBG_INLINE float ubg_exp(float x) {
+  float xc = x < -104.0f ? -104.0f : x;
+  xc = xc > 88.7228f ? 88.7228f : xc;
+  xc = xc != xc ? 0.0f : xc;
+  float n, p = ubg_exp_reduced(xc, &n);
   int ni = (int)n, n1 = ni / 2, n2 = ni - n1;
   float res = p * ubg_bits_f32((ubg_u32)(n1 + 127) << 23) * ubg_bits_f32((ubg_u32)(n2 + 127) << 23);
   res = x > 88.7228f ? 1.0f / 0.0f : res;
   return x != x ? x : res;
 }
 
-/* 1 / (1 + e^-x), on ubg_exp: vectorized by gcc, the same bits under tcc */
-UBG_INLINE float ubg_sigmoid(float x) { return 1.0f / (1.0f + ubg_exp(-x)); }
+/* 1 / (1 + e^-x), vectorized by gcc, the same bits under tcc. e^-x is
+ * ubg_exp's for x in [-88, 87]; beyond, 1 + e^-x is 1 (x > 87), or e^-x
+ * itself, which stays e^88 down to x = -88.7228 (the result 6.1e-39 where
+ * 1/e^-x is smaller) and is Inf below, as ubg_exp's: 2^n is one normal
+ * float and Inf a constant, about half ubg_exp's operations. NaN gives
+ * 1 / (1 - x). */
+UBG_INLINE float ubg_sigmoid(float x) {
+  /* written as max then min, which gcc keeps as vmaxps, vminps: NaN becomes -87 */
+  float t = -x > -87.0f ? -x : -87.0f;
+  t = t < 88.0f ? t : 88.0f;
+  float n, p = ubg_exp_reduced(t, &n);
+  float e = p * ubg_bits_f32((ubg_u32)((int)n + 127) << 23);
+  e = x < -88.7228f ? ubg_bits_f32(0x7f800000u) : e;
+  e = x != x ? -x : e;
+  return 1.0f / (1.0f + e);
+}
 
 #endif /* UBG_PRELUDE_H */
