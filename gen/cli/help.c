@@ -25,8 +25,9 @@ static const help_text texts[] = {
      "  --json         the list as JSON\n"},
     {"plan",
      "Usage: ubgen plan KERNEL.PASS --dtype D --shape name=v,... [--db FILE] [--json] [--verbose]\n"
-     "       ubgen plan flce.chunk --dtype D --shape bt=N,hidden=N,vocab=N [--db FILE] [--json]\n"
-     "The variant a call of that shape would run, and why; flce.chunk: FLCE's rows per chunk.\n"
+     "       ubgen plan KERNEL.OP --dtype D --shape name=v,... [--db FILE] [--json]\n"
+     "The variant a call of that shape would run, and why; KERNEL.OP, a composite op such as\n"
+     "flce.chunk (FLCE's rows per chunk and GEMMs): its axes, chunks and scratch.\n"
      "  --dtype D      the call's dtype: f32, f16, bf16 (once)\n"
      "  --shape ...    the call's sizes by name (rows=2048,cols=4096); names not given take the\n"
      "                 spec's defaults\n"
@@ -88,7 +89,7 @@ void cli_usage(FILE *f, bool with_runtime) {
         "       ubgen --help | --version\n"
         "Generates, checks and tunes UB-budgeted kernels. Commands:\n"
         "  list   [--kernel K]... [--dtype D]... [--json]           variants, footprints, fit\n"
-        "  plan   KERNEL.PASS|flce.chunk --dtype D --shape name=v,... [--db FILE] [--json] [--verbose]\n"
+        "  plan   KERNEL.PASS|KERNEL.OP --dtype D --shape name=v,... [--db FILE] [--json] [--verbose]\n"
         "                                                           the variant a call would use, and why\n"
         "  emit   --out DIR [--kernel K]... [--dtype D]... [--registry NAME] [--self-register]\n"
         "         [--no-kernels] [--tuned DB]                       C sources + registry for gcc\n",
@@ -101,7 +102,9 @@ void cli_usage(FILE *f, bool with_runtime) {
           "         [--dry-run]                                       time the variants, keep the fastest\n"
           "  tune merge A.json B.json ... --db OUT.json               join the DBs of a sharded tune\n",
           f);
-  fputs("  help   [COMMAND]                                         this, or one command's help\n", f);
+  fputs("  help   [COMMAND]                                         this, or one command's help\n"
+        "KERNEL.OP is a kernel's composite op (flce.chunk: FLCE's chunks of rows and GEMMs).\n",
+        f);
   fputs(global, f);
   fputs("  --version      ubgen's version\n", f);
   fputs(exits, f);
