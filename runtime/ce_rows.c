@@ -144,13 +144,6 @@ size_t rt_ce_rows_scratch(const rt_ce_rows *c, int64_t chunk) {
          (c->token_accuracy && !c->argmax ? lines(rows * 8) : 0);
 }
 
-static void *scratch(size_t n, size_t *bytes) {
-  if (n == 0) return NULL;
-  void *q = aligned_alloc(64, lines(n));
-  if (q) *bytes += lines(n);
-  return q;
-}
-
 void rt_ce_rows_begin(rt_ce_rows *c) { reduction_factors(c); }
 
 void rt_ce_rows_place(rt_ce_rows *c, int64_t chunk, void *scratch) {
@@ -165,16 +158,12 @@ void rt_ce_rows_place(rt_ce_rows *c, int64_t chunk, void *scratch) {
 }
 
 ubg_status rt_ce_rows_prepare(rt_ce_rows *c, int64_t chunk, size_t *bytes) {
-  reduction_factors(c);
-  const bool none = c->o.reduction == UBG_REDUCE_NONE;
-  const size_t rows = (size_t)(chunk > 0 ? chunk : 1);
-  size_t before = *bytes;
-  if (!none) c->loss_rows = scratch(rows * 4, bytes);
-  if (!none && c->z_loss) c->z_rows = scratch(rows * 4, bytes);
-  if (c->token_accuracy && !c->argmax) c->argmax_rows = scratch(rows * 8, bytes);
-  if (*bytes - before != rt_ce_rows_scratch(c, chunk))
-    return rt_fail(c->ctx, UBG_ENOMEM, "%s: out of memory for %zu bytes of per-row scratch", c->fn,
-                   rt_ce_rows_scratch(c, chunk));
+  rt_ce_rows_begin(c);
+  const size_t n = rt_ce_rows_scratch(c, chunk);
+  if (n && !(c->owned = aligned_alloc(64, n)))
+    return rt_fail(c->ctx, UBG_ENOMEM, "%s: out of memory for %zu bytes of per-row scratch", c->fn, n);
+  *bytes += n;
+  rt_ce_rows_place(c, chunk, c->owned);
   return UBG_OK;
 }
 
@@ -232,9 +221,8 @@ void rt_ce_rows_finish(rt_ce_rows *c) {
 }
 
 void rt_ce_rows_free(rt_ce_rows *c) {
-  free(c->loss_rows);
-  free(c->z_rows);
-  free(c->argmax_rows);
+  free(c->owned);
+  c->owned = NULL;
   c->loss_rows = c->z_rows = NULL;
   c->argmax_rows = NULL;
 }

@@ -33,6 +33,7 @@ typedef struct {
   float scale_n, scale_w, weight_sum;    /* the mean's factors, over the whole call */
   float *loss_rows, *z_rows;             /* scratch [chunk] (MEAN, SUM) */
   int64_t *argmax_rows;                  /* scratch [chunk]: token_accuracy without argmax */
+  void *owned;                           /* the block rt_ce_rows_prepare allocated for them, or NULL */
   double loss_sum, z_sum;
   int64_t hits, counted;
   char variant[160];                     /* the CE pass's last variant */

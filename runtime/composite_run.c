@@ -53,8 +53,10 @@ typedef struct {
   int64_t scratch_bytes[UG_MAX_BUFFERS];
   size_t scratch_lines[UG_MAX_BUFFERS]; /* what is allocated for each, 0: none */
   void *routine_scratch;
-  void **state;      /* per step of each phase, flattened */
-  int nsteps;
+  /* per step of each phase, flattened: its routine for the chosen values
+   * (NULL: a pass), and that routine's state */
+  const rt_routine *routine[UG_RUN_PHASES * 32];
+  void *state[UG_RUN_PHASES * 32];
 } run_call;
 
 static ubg_status eval(const run_call *rc, const ug_expr *e, const char *what, int64_t *out) {
@@ -118,10 +120,7 @@ typedef enum { STEP_SCRATCH, STEP_BEGIN, STEP_RUN, STEP_END_OK, STEP_END_FAILED 
 /* one step (index `si` of all steps): bound, then sized, begun, run or ended;
  * *bytes gets a routine's scratch; variant what ran ("-": skipped) */
 static ubg_status step(run_call *rc, const ug_step *st, int si, step_do todo, size_t *bytes, char *variant, size_t vn) {
-  char name[96];
-  const char *rname = step_routine(rc->comp, st, rc->value, name, sizeof name);
-  const rt_routine *r = rname ? rt_routine_find(rname) : NULL;
-  if (rname && !r) return rt_fail(rc->ctx, UBG_EINVAL, "%s: this runtime has no routine %s", rc->what, rname);
+  const rt_routine *r = rc->routine[si];
   if (!r && todo != STEP_RUN) return UBG_OK; /* a pass: nothing to size, begin or end */
   if (r && (todo == STEP_BEGIN || todo >= STEP_END_OK) && !(todo == STEP_BEGIN ? r->begin != NULL : r->end != NULL))
     return UBG_OK;
@@ -250,11 +249,27 @@ static ubg_status allocate(run_call *rc, size_t *total, bool dry) {
   return UBG_OK;
 }
 
+/* each step's routine for the values chosen, once a call; with_state,
+ * the states of those that keep one */
+static ubg_status resolve(run_call *rc, bool with_state) {
+  int si = 0;
+  for (int ph = 0; ph < UG_RUN_PHASES; ph++)
+    for (int i = 0; i < rc->run->nsteps[ph]; i++, si++) {
+      char name[96];
+      const char *rn = step_routine(rc->comp, &rc->run->steps[ph][i], rc->value, name, sizeof name);
+      const rt_routine *r = rn ? rt_routine_find(rn) : NULL;
+      if (rn && !r) return rt_fail(rc->ctx, UBG_EINVAL, "%s: this runtime has no routine %s", rc->what, rn);
+      rc->routine[si] = r;
+      if (with_state && r && r->state_bytes && !(rc->state[si] = calloc(1, r->state_bytes)))
+        return rt_fail(rc->ctx, UBG_ENOMEM, "%s: out of memory", rc->what);
+    }
+  return UBG_OK;
+}
+
 static void release(run_call *rc) {
   for (int i = 0; i < UG_MAX_BUFFERS; i++) free(rc->scratch[i]);
   free(rc->routine_scratch);
-  for (int i = 0; rc->state && i < rc->nsteps; i++) free(rc->state[i]);
-  free(rc->state);
+  for (int i = 0; i < UG_RUN_PHASES * 32; i++) free(rc->state[i]);
   free(rc->env);
 }
 
@@ -285,24 +300,8 @@ ubg_status rt_composite_run(ubg_ctx *ctx, const rt_composite *op, const char *wh
   char variants[32][160];
   if (s || (s = eval(&rc, rc.run->rows, "its rows", &total)) || (s = choose(&rc, op, total, &ch, NULL, 0))) goto done;
   const int64_t chunk = rc.value[0];
-  for (int ph = 0; ph < UG_RUN_PHASES; ph++) rc.nsteps += rc.run->nsteps[ph];
-  if (!(rc.state = calloc((size_t)rc.nsteps, sizeof *rc.state))) {
-    s = rt_fail(ctx, UBG_ENOMEM, "%s: out of memory", what);
-    goto done;
-  }
-  /* the routines' states, and one scratch block for them all, as large as the largest chunk asks */
-  int si = 0;
-  for (int ph = 0; ph < UG_RUN_PHASES; ph++)
-    for (int i = 0; i < rc.run->nsteps[ph]; i++, si++) {
-      char name[96];
-      const char *rn = step_routine(rc.comp, &rc.run->steps[ph][i], rc.value, name, sizeof name);
-      const rt_routine *r = rn ? rt_routine_find(rn) : NULL;
-      if (r && r->state_bytes && !(rc.state[si] = calloc(1, r->state_bytes))) {
-        s = rt_fail(ctx, UBG_ENOMEM, "%s: out of memory", what);
-        goto done;
-      }
-    }
-  if ((s = allocate(&rc, &bytes, false))) goto done;
+  /* the routines and their states, and one scratch block for them all, as large as the largest chunk asks */
+  if ((s = resolve(&rc, true)) || (s = allocate(&rc, &bytes, false))) goto done;
   set_rows(&rc, 0, chunk);
   if ((s = steps(&rc, -1, STEP_SCRATCH, &most, NULL))) goto done;
   if (most && !(rc.routine_scratch = aligned_alloc(64, most))) {
@@ -364,13 +363,8 @@ ubg_status rt_composite_plan(ubg_ctx *ctx, const rt_composite *op, ubg_dtype dty
   memcpy(plan->value, rc.value, sizeof plan->value);
   plan->chunks = plan->rows == 0 ? 0 : (plan->rows - 1) / rc.value[0] + 1;
   plan->last = plan->rows - (plan->chunks > 0 ? (plan->chunks - 1) * rc.value[0] : 0);
-  for (int ph = 0; ph < UG_RUN_PHASES; ph++) rc.nsteps += rc.run->nsteps[ph];
-  if ((s = allocate(&rc, &bytes, true))) goto done;
+  if ((s = resolve(&rc, false)) || (s = allocate(&rc, &bytes, true))) goto done;
   for (int i = 0; i < rc.run->nscratch; i++) plan->scratch[i] = (int64_t)rc.scratch_lines[i];
-  if (!(rc.state = calloc((size_t)rc.nsteps + 1, sizeof *rc.state))) {
-    s = rt_fail(ctx, UBG_ENOMEM, "out of memory");
-    goto done;
-  }
   set_rows(&rc, 0, rc.value[0]);
   if (!plan->missing[0] && (s = steps(&rc, -1, STEP_SCRATCH, &most, NULL))) goto done;
   plan->routine_scratch = (int64_t)most;

@@ -307,13 +307,18 @@ static ubg_status check_ranges(const call *c, const ubg_slot *slots, const int64
   return UBG_OK;
 }
 
+/* the call's dtype into env, for the checks that name it */
+static void set_dtype(const ug_pass *p, ubg_dtype dtype, int64_t *env) {
+  if (p->sym_dtype >= 0) env[p->sym_dtype] = (int64_t)dtype;
+  if (p->sym_dtype_bytes >= 0) env[p->sym_dtype_bytes] = ug_dtype_bytes((int)dtype);
+}
+
 /* every check of a call's arguments against the spec, in order */
 static ubg_status check_call(const call *c, ubg_dtype dtype, const ubg_arg *args, size_t nargs, const int64_t *nbytes,
                              ubg_slot *slots, int64_t *env, int64_t *bytes) {
   int64_t given[UG_MAX_ARGS];
   ubg_status s;
-  if (c->p->sym_dtype >= 0) env[c->p->sym_dtype] = (int64_t)dtype;
-  if (c->p->sym_dtype_bytes >= 0) env[c->p->sym_dtype_bytes] = ug_dtype_bytes((int)dtype);
+  set_dtype(c->p, dtype, env);
   if ((s = match_args(c, args, nargs, nbytes, slots, given)) || (s = check_alignment(c, slots, (int)dtype)) ||
       (s = check_values(c, slots, env)) || (s = size_tensors(c, slots, env, (int)dtype, bytes)) ||
       (s = check_sizes(c, slots, env, (int)dtype, bytes, given)) || (s = check_overlaps(c, slots, bytes)) ||
@@ -335,8 +340,7 @@ ubg_status rt_check_values(const ubg_ctx *ctx, const char *what, const ug_pass *
                            const ubg_slot *slots, int64_t *env, int64_t *bytes) {
   call c = {ctx, p, ""};
   snprintf(c.what, sizeof c.what, "%s", what);
-  if (p->sym_dtype >= 0) env[p->sym_dtype] = (int64_t)dtype;
-  if (p->sym_dtype_bytes >= 0) env[p->sym_dtype_bytes] = ug_dtype_bytes((int)dtype);
+  set_dtype(p, dtype, env);
   ubg_status s = check_values(&c, slots, env);
   return s ? s : size_tensors(&c, slots, env, (int)dtype, bytes);
 }

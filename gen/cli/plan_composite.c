@@ -29,12 +29,11 @@ static void shape_text(const ug_kernel *k, const ug_pass *call, const int64_t *e
   }
 }
 
-static json_t *shape_json(const ug_kernel *k, const ug_pass *call, const int64_t *env, bool bucketed) {
-  json_t *o = json_object();
-  for (int i = 0; i < k->nshape; i++) {
-    const int64_t v = env[call->sym_of_arg[ug_pass_arg(call, k->shape[i])]];
-    json_object_set_new(o, k->shape[i], json_integer((json_int_t)(bucketed ? ug_tune_bucket(v) : v)));
-  }
+/* the bucket of the shape (cli_shape_json's object, each value bucketed) */
+static json_t *bucket_json(const ug_pass *call, const int64_t *env) {
+  json_t *o = cli_shape_json(call, env), *v;
+  const char *key;
+  json_object_foreach(o, key, v) json_integer_set(v, (json_int_t)ug_tune_bucket((int64_t)json_integer_value(v)));
   return o;
 }
 
@@ -196,8 +195,8 @@ static int plan_composite(cli_opts *o, int dtype, const ug_kernel *k, const ug_c
 
   if (o->json) {
     json_t *root = json_pack("{s:s, s:s, s:s, s:o, s:o, s:I, s:s, s:I, s:I, s:I, s:I, s:I}", "kernel", rk->name,
-                             "pass", rc->name, "dtype", ug_dtype_name(dtype), "shape", shape_json(rk, call, env, false),
-                             "bucket", shape_json(rk, call, env, true), "ub_bytes", (json_int_t)ctx->ub_bytes,
+                             "pass", rc->name, "dtype", ug_dtype_name(dtype), "shape", cli_shape_json(call, env),
+                             "bucket", bucket_json(call, env), "ub_bytes", (json_int_t)ctx->ub_bytes,
                              "variant", variant, "rows", (json_int_t)p.rows, "chunks", (json_int_t)p.chunks,
                              "last_chunk", (json_int_t)p.last, "routine_scratch_bytes", (json_int_t)p.routine_scratch,
                              "scratch_bytes", (json_int_t)p.total);
