@@ -103,6 +103,19 @@ UBG_INLINE void store_f32(void *dst, ubg_i64 base, const float *UBG_RESTRICT src
 
 
 
+/* src[at, at + k) requested into the L2, clipped to the n elements there
+ * are: a piece of the block a program takes next, asked for while it
+ * computes this one (its blocks are not contiguous, so the hardware's
+ * prefetchers start again at each). tcc's kernels ask for nothing. */
+UBG_INLINE void prefetch_l2_clipped(const void *src, ubg_i64 at, ubg_i64 k, ubg_i64 n) {
+#ifdef __TINYC__
+  (void)src, (void)at, (void)k, (void)n;
+#else
+  if (at + k > n) k = n - at;
+  if (k > 0) ubg_prefetch_l2((const ubg_u8 *)src + at * {{dtype_bytes}}, k * {{dtype_bytes}});
+#endif
+}
+
 /* load_f32 with the same prefetch of the row at next */
 UBG_INLINE void load_f32_pf(float *UBG_RESTRICT dst, const void *src, ubg_i64 base, ubg_i64 n, ubg_i64 next) {
   ubg_i64 c;
