@@ -485,18 +485,30 @@ UBG_INLINE float ubg_lanes4_fold(const float *acc) {
  * expf with + - * and bit operations only (Cephes' range reduction and
  * polynomial, within 2 ulp), so one loop of it is vectorized by gcc and
  * gives the same bits under tcc, where libm's expf would be a call per
- * element. ubg_exp_reduced: x = n ln2 + r, |r| <= ln2 / 2, and e^r; x
- * finite and in [-104, 88.7228]. */
+ * element. Cephes' constants: 1 / ln 2, ln 2 in two parts (the first with
+ * 9 bits, so n ln2_hi is exact), the polynomial's from its highest degree. */
+#define UBG_EXP_LOG2E 1.44269504088896341f
+#define UBG_EXP_ROUND 12582912.0f /* 1.5 * 2^23: x + it - it rounds x to an integer */
+#define UBG_EXP_LN2_HI 0.693359375f
+#define UBG_EXP_LN2_LO -2.12194440e-4f
+#define UBG_EXP_P5 1.9875691500e-4f
+#define UBG_EXP_P4 1.3981999507e-3f
+#define UBG_EXP_P3 8.3334519073e-3f
+#define UBG_EXP_P2 4.1665795894e-2f
+#define UBG_EXP_P1 1.6666665459e-1f
+#define UBG_EXP_P0 5.0000001201e-1f
+
+/* x = n ln2 + r, |r| <= ln2 / 2, and e^r; x finite and in [-104, 88.7228] */
 UBG_INLINE float ubg_exp_reduced(float x, float *n_out) {
-  float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(x / ln 2) */
-  float r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  float n = (x * UBG_EXP_LOG2E + UBG_EXP_ROUND) - UBG_EXP_ROUND; /* round(x / ln 2) */
+  float r = x - n * UBG_EXP_LN2_HI;
+  r = r - n * UBG_EXP_LN2_LO;
+  float p = UBG_EXP_P5;
+  p = p * r + UBG_EXP_P4;
+  p = p * r + UBG_EXP_P3;
+  p = p * r + UBG_EXP_P2;
+  p = p * r + UBG_EXP_P1;
+  p = p * r + UBG_EXP_P0;
   *n_out = n;
   return (p * (r * r) + r) + 1.0f;
 }
@@ -514,31 +526,31 @@ UBG_INLINE float ubg_exp(float x) {
   return x != x ? x : res;
 }
 
-/* ubg_exp_reduced with the range reduction's second step and each step of
- * the polynomial one fmaf: half the operations of a sigmoid's e^x. fmaf is
- * rounded once under every compiler (gcc's vfmadd, tcc's call to libm), so
- * the backends still agree to the bit; ubg_exp keeps its own, the bits
- * FLCE's cross entropy has. */
+/* ubg_exp_reduced with the rounding to n, the range reduction's second step
+ * and each step of the polynomial one fmaf, about half the operations.
+ * fmaf is rounded once under every compiler (gcc's vfmadd, tcc's call to
+ * libm), so the backends still agree to the bit; ubg_exp keeps the plain
+ * steps, the bits FLCE's cross entropy has. */
 UBG_INLINE float ubg_exp_reduced_fma(float x, float *n_out) {
-  float n = fmaf(x, 1.44269504088896341f, 12582912.0f) - 12582912.0f; /* round(x / ln 2) */
-  float r = x - n * 0.693359375f; /* exact: the constant has 9 bits, n at most 8 */
-  r = fmaf(n, 2.12194440e-4f, r);
-  float p = 1.9875691500e-4f;
-  p = fmaf(p, r, 1.3981999507e-3f);
-  p = fmaf(p, r, 8.3334519073e-3f);
-  p = fmaf(p, r, 4.1665795894e-2f);
-  p = fmaf(p, r, 1.6666665459e-1f);
-  p = fmaf(p, r, 5.0000001201e-1f);
+  float n = fmaf(x, UBG_EXP_LOG2E, UBG_EXP_ROUND) - UBG_EXP_ROUND; /* round(x / ln 2) */
+  float r = x - n * UBG_EXP_LN2_HI; /* exact: n has at most 8 bits */
+  r = fmaf(n, -UBG_EXP_LN2_LO, r);
+  float p = UBG_EXP_P5;
+  p = fmaf(p, r, UBG_EXP_P4);
+  p = fmaf(p, r, UBG_EXP_P3);
+  p = fmaf(p, r, UBG_EXP_P2);
+  p = fmaf(p, r, UBG_EXP_P1);
+  p = fmaf(p, r, UBG_EXP_P0);
   *n_out = n;
   return fmaf(p, r * r, r) + 1.0f;
 }
 
-/* 1 / (1 + e^-x), vectorized by gcc, the same bits under tcc. e^-x is
- * within 2 ulp of expf's for x in [-88, 87]; beyond, 1 + e^-x is 1 (x > 87), or e^-x
- * itself, which stays e^88 down to x = -88.7228 (the result 6.1e-39 where
- * 1/e^-x is smaller) and is Inf below, as ubg_exp's: 2^n is one normal
- * float and Inf a constant, about half ubg_exp's operations. NaN gives
- * 1 / (1 - x). */
+/* 1 / (1 + e^-x), vectorized by gcc, the same bits under tcc, within 2.5
+ * ulp of the exact sigmoid for |x| <= 87. Beyond, 1 + e^-x is 1 (x > 87),
+ * or e^-x itself, which stays e^88 down to x = -88.7228 (the result
+ * 6.1e-39 where 1/e^-x is smaller) and is Inf below, as ubg_exp's: 2^n is
+ * one normal float and Inf a constant, about a third of ubg_exp's
+ * operations. NaN gives 1 / (1 - x). */
 UBG_INLINE float ubg_sigmoid(float x) {
   /* written as max then min, which gcc keeps as vmaxps, vminps: NaN becomes -87 */
   float t = -x > -87.0f ? -x : -87.0f;
