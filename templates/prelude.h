@@ -4,13 +4,20 @@
  * the runtime includes it for the same conversions, so kernels, runtime and
  * tests share one definition of rounding. It holds no template tags.
  *
- * It includes no header: libtcc compiles kernels in memory and must not parse
+ * tcc sees no header: libtcc compiles kernels in memory and must not parse
  * system headers on the hot path, so the few types and libm functions kernels
  * use are declared here. Everything is plain C99 that gcc vectorizes and tcc
- * accepts; compiler-specific shapes go behind __TINYC__.
+ * accepts; compiler-specific shapes go behind __TINYC__. gcc and clang get
+ * machine operations from <immintrin.h>'s documented intrinsics, included
+ * before any declaration so that a precompiled copy of it can serve every
+ * kernel (the build makes one: parsing the header costs each kernel 0.12 s).
  */
 #ifndef UBG_PRELUDE_H
 #define UBG_PRELUDE_H
+#if defined(__GNUC__) && !defined(__TINYC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define UBG_X86 1
+#endif
 
 typedef unsigned char ubg_u8;
 typedef unsigned short ubg_u16;
@@ -53,13 +60,17 @@ typedef union ubg_slot {
 #define UBG_PREFETCH(p) __builtin_prefetch((p), 0, 3)
 #define UBG_PREFETCH_W(p) __builtin_prefetch((p), 1, 3)
 #define UBG_PREFETCH_L2(p) __builtin_prefetch((p), 0, 1)
-#define UBG_SFENCE() __builtin_ia32_sfence()
 #else
 #define UBG_INLINE static inline
 #define UBG_RESTRICT
 #define UBG_PREFETCH(p) ((void)(p))
 #define UBG_PREFETCH_W(p) ((void)(p))
 #define UBG_PREFETCH_L2(p) ((void)(p))
+#endif
+/* orders this thread's streaming stores before what follows */
+#if defined(UBG_X86)
+#define UBG_SFENCE() _mm_sfence()
+#else
 #define UBG_SFENCE() ((void)0)
 #endif
 
@@ -157,8 +168,8 @@ UBG_INLINE void ubg_st_f16(void *p, ubg_i64 i, float v) { ((ubg_u16 *)p)[i] = ub
  * only on f32 subnormal inputs (it flushes them to zero). So every converting
  * helper ORs the lanes holding an f32 subnormal into *sub, and
  * a kernel that sees *sub != 0 redoes those 16 lanes with the scalar code.
- * gcc builtins on vector-extension types, not <immintrin.h>: parsing that
- * header would cost every kernel 0.2 s of compile time. */
+ * Vector-extension types, so lanes read as plain C; machine operations
+ * through <immintrin.h>'s intrinsics, cast at the call. */
 #if defined(__GNUC__) && !defined(__TINYC__)
 /* 16 floats as one gcc vector, for chunk-wise code on any gcc target (one
  * AVX-512 register, or two AVX2 ones), each operation elementwise in f32 as
@@ -181,7 +192,7 @@ UBG_INLINE void ubg_v_st(float *p, ubg_f32x16 v) { __builtin_memcpy(p, &v, 64); 
  * tcc's kernels call */
 UBG_INLINE ubg_f32x16 ubg_v_fma(ubg_f32x16 a, ubg_f32x16 b, ubg_f32x16 c) {
 #if defined(__AVX512F__)
-  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)0xffff, 4);
+  return (ubg_f32x16)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
 #else
   int l;
   for (l = 0; l < 16; l++) c[l] = __builtin_fmaf(a[l], b[l], c[l]);
@@ -198,7 +209,7 @@ UBG_INLINE ubg_f32x16 ubg_v_splat(float s) { return (ubg_f32x16){s, s, s, s, s, 
 UBG_INLINE int ubg_v_stream_f32(float *p, ubg_f32x16 v) {
 #if defined(__AVX512F__)
   if (((unsigned long)p & 63) == 0) {
-    __builtin_ia32_movntps512(p, v);
+    _mm512_stream_ps(p, (__m512)v);
     return 1;
   }
 #endif
@@ -207,18 +218,17 @@ UBG_INLINE int ubg_v_stream_f32(float *p, ubg_f32x16 v) {
 }
 #pragma GCC diagnostic pop
 #endif
-#if defined(__GNUC__) && !defined(__TINYC__) && defined(__AVX512F__) && defined(__AVX512BF16__) && \
-    defined(__AVX512DQ__) && !defined(UBG_NO_V16)
+#if defined(UBG_X86) && defined(__AVX512F__) && defined(__AVX512BF16__) && defined(__AVX512DQ__) && \
+    defined(__AVX512BW__) && !defined(UBG_NO_V16)
 #define UBG_V16 1
 typedef ubg_u32 ubg_u32x16 __attribute__((vector_size(64)));
 typedef int ubg_i32x16 __attribute__((vector_size(64)));
 typedef short ubg_i16x16 __attribute__((vector_size(32)));
 
-/* bf16 to f32 is a zero extension and a shift; the builtin, because
+/* bf16 to f32 is a zero extension and a shift; vpmovzxwd, because
  * __builtin_convertvector splits the extension into four instructions */
 UBG_INLINE ubg_f32x16 ubg_v_widen_bf16(ubg_i16x16 h) {
-  ubg_i32x16 zero = {0};
-  return (ubg_f32x16)(__builtin_ia32_pmovzxwd512_mask(h, zero, (unsigned short)0xffff) << 16);
+  return (ubg_f32x16)((ubg_i32x16)_mm512_cvtepu16_epi32((__m256i)h) << 16);
 }
 /* 16 bf16 at element i of p, as f32 (exact) */
 UBG_INLINE ubg_f32x16 ubg_v_ld_bf16(const void *p, ubg_i64 i) {
@@ -232,11 +242,11 @@ UBG_INLINE ubg_f32x16 ubg_v_ld_bf16(const void *p, ubg_i64 i) {
  * C compiled to eight ops) */
 UBG_INLINE unsigned ubg_v_subnormal_lanes(ubg_f32x16 v) {
   const ubg_i32x16 u = (ubg_i32x16)v, exp = (ubg_i32x16){0} + 0x7f800000, man = (ubg_i32x16){0} + 0x007fffff;
-  return __builtin_ia32_ptestmd512(u, man, __builtin_ia32_ptestnmd512(u, exp, (unsigned short)0xffff));
+  return _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask((__m512i)u, (__m512i)exp), (__m512i)u, (__m512i)man);
 }
 UBG_INLINE ubg_i16x16 ubg_v_to_bf16(ubg_f32x16 v, unsigned *sub) {
   *sub |= ubg_v_subnormal_lanes(v);
-  return (ubg_i16x16)__builtin_ia32_cvtneps2bf16_v16sf(v);
+  return (ubg_i16x16)_mm512_cvtneps_pbh((__m512)v);
 }
 /* ubg_rnd_bf16 on 16 lanes */
 UBG_INLINE ubg_f32x16 ubg_v_rnd_bf16(ubg_f32x16 v, unsigned *sub) { return ubg_v_widen_bf16(ubg_v_to_bf16(v, sub)); }
@@ -262,8 +272,7 @@ UBG_INLINE void ubg_v_st_bf16(void *p, ubg_i64 i, ubg_i16x16 h) { __builtin_memc
  * rounds to nearest even, keeps f16 subnormals and turns NaN into
  * 0x7e00 | top payload, as ubg_f32_to_f16. So *sub is never set. */
 UBG_INLINE ubg_f32x16 ubg_v_widen_f16(ubg_i16x16 h) {
-  const ubg_f32x16 zero = {0};
-  return __builtin_ia32_vcvtph2ps512_mask(h, zero, (unsigned short)0xffff, 4 /* current direction: exact anyway */);
+  return (ubg_f32x16)_mm512_cvtph_ps((__m256i)h);
 }
 UBG_INLINE ubg_f32x16 ubg_v_ld_f16(const void *p, ubg_i64 i) {
   ubg_i16x16 h;
@@ -271,27 +280,22 @@ UBG_INLINE ubg_f32x16 ubg_v_ld_f16(const void *p, ubg_i64 i) {
   return ubg_v_widen_f16(h);
 }
 UBG_INLINE ubg_i16x16 ubg_v_to_f16(ubg_f32x16 v, unsigned *sub) {
-  const ubg_i16x16 zero = {0};
   (void)sub;
-  return __builtin_ia32_vcvtps2ph512_mask(v, 0 /* round to nearest even */, zero, (unsigned short)0xffff);
+  return (ubg_i16x16)_mm512_cvtps_ph((__m512)v, _MM_FROUND_TO_NEAREST_INT);
 }
 UBG_INLINE ubg_f32x16 ubg_v_rnd_f16(ubg_f32x16 v, unsigned *sub) { return ubg_v_widen_f16(ubg_v_to_f16(v, sub)); }
 /* The same with a streaming (non-temporal) store where the address allows:
  * for an output larger than the caches, which nobody reads back soon, this
  * saves reading every line before writing it (a third of the traffic of a
  * copy). The stage must end with UBG_SFENCE(). */
-typedef long long ubg_i64x4 __attribute__((vector_size(32)));
-typedef long long ubg_i64x2 __attribute__((vector_size(16)));
 UBG_INLINE void ubg_v_stream_bf16(void *p, ubg_i64 i, ubg_i16x16 h) {
   ubg_u16 *q = (ubg_u16 *)p + i;
   unsigned long a = (unsigned long)q;
   if ((a & 31) == 0) {
-    __builtin_ia32_movntdq256((ubg_i64x4 *)q, (ubg_i64x4)h);
+    _mm256_stream_si256((__m256i *)q, (__m256i)h);
   } else if ((a & 15) == 0) {
-    ubg_i64x4 v = (ubg_i64x4)h;
-    ubg_i64x2 lo = {v[0], v[1]}, hi = {v[2], v[3]};
-    __builtin_ia32_movntdq((ubg_i64x2 *)q, lo);
-    __builtin_ia32_movntdq((ubg_i64x2 *)(q + 8), hi);
+    _mm_stream_si128((__m128i *)q, _mm256_castsi256_si128((__m256i)h));
+    _mm_stream_si128((__m128i *)(q + 8), _mm256_extracti128_si256((__m256i)h, 1));
   } else {
     __builtin_memcpy(q, &h, 32);
   }
@@ -307,16 +311,15 @@ UBG_INLINE void ubg_v_stream_bf16(void *p, ubg_i64 i, ubg_i16x16 h) {
  * mask test instead of four. */
 typedef short ubg_i16x32 __attribute__((vector_size(64)));
 UBG_INLINE ubg_i16x32 ubg_v_to_bf16x32(ubg_f32x16 lo, ubg_f32x16 hi, unsigned *sub) {
-  const ubg_i16x32 h = (ubg_i16x32)__builtin_ia32_cvtne2ps2bf16_v32hi(hi, lo);
-  if (__builtin_expect(__builtin_ia32_ptestnmw512(h, (ubg_i16x32){0} + 0x7fff, 0xffffffffu) != 0, 0))
+  const ubg_i16x32 h = (ubg_i16x32)_mm512_cvtne2ps_pbh((__m512)hi, (__m512)lo);
+  if (__builtin_expect(_mm512_testn_epi16_mask((__m512i)h, _mm512_set1_epi16(0x7fff)) != 0, 0))
     *sub |= ubg_v_subnormal_lanes(lo) | ubg_v_subnormal_lanes(hi);
   return h;
 }
 UBG_INLINE void ubg_v_st_x32(void *p, ubg_i64 i, ubg_i16x32 h, int stream) {
   ubg_u16 *q = (ubg_u16 *)p + i;
   if (stream && ((unsigned long)q & 63) == 0) {
-    typedef long long ubg_i64x8 __attribute__((vector_size(64)));
-    __builtin_ia32_movntdq512((ubg_i64x8 *)q, (ubg_i64x8)h);
+    _mm512_stream_si512((__m512i *)q, (__m512i)h);
   } else if (stream) { /* not line-aligned: as two halves */
     const ubg_i16x16 *half = (const ubg_i16x16 *)&h;
     ubg_v_stream_bf16(p, i, half[0]);
@@ -350,39 +353,36 @@ UBG_INLINE ubg_i64 ubg_v_store_f16_row(void *dst, ubg_i64 i0, const float *src, 
 /* acc + a.lo * b.lo + a.hi * b.hi on each of the 16 pairs of bf16 values,
  * in the instruction's order (vdpbf16ps: products exact, sums f32) */
 UBG_INLINE ubg_f32x16 ubg_v_dot_bf16_pairs(ubg_f32x16 acc, ubg_pair_i32x16 a, ubg_pair_i32x16 b) {
-  return __builtin_ia32_dpbf16ps_v16sf(acc, (ubg_pair_i16x32)a, (ubg_pair_i16x32)b);
+  return (ubg_f32x16)_mm512_dpbf16_ps((__m512)acc, (__m512bh)a, (__m512bh)b);
 }
 /* hi and lo rounded to bf16 (RNE) and interleaved as pairs: word l holds
  * lo[l] in its low half, hi[l] in its high half (vcvtne2ps2bf16) */
 UBG_INLINE ubg_pair_i32x16 ubg_v_pack_bf16_pairs(ubg_f32x16 hi, ubg_f32x16 lo) {
-  return (ubg_pair_i32x16)__builtin_ia32_cvtne2ps2bf16_v32hi(hi, lo);
+  return (ubg_pair_i32x16)_mm512_cvtne2ps_pbh((__m512)hi, (__m512)lo);
 }
 /* min(a, b) on each unsigned 16-bit lane */
 UBG_INLINE ubg_u16x32 ubg_v_min_u16x32(ubg_u16x32 a, ubg_u16x32 b) {
-  return (ubg_u16x32)__builtin_ia32_pminuw512_mask((ubg_pair_i16x32)a, (ubg_pair_i16x32)b, (ubg_pair_i16x32)a,
-                                                   0xffffffffu);
+  return (ubg_u16x32)_mm512_min_epu16((__m512i)a, (__m512i)b);
 }
 #endif
 
 /* ---- moving bytes, for gcc ----------------------------------------------------
  * The bodies of tile_calls.h's ubg_copy and ubg_zero under gcc, and of the
  * library calls tcc kernels make for them (templates/vops.c). */
-#if defined(__GNUC__) && !defined(__TINYC__) && defined(__SSE2__)
+#if defined(UBG_X86)
 /* 64 bytes at d (64-byte aligned) bypassing the caches, from s or (s NULL)
  * zeros: whole lines, so the write-combining buffer is flushed full */
 UBG_INLINE void ubg_stream_line(ubg_u8 *d, const ubg_u8 *s) {
 #ifdef __AVX512F__
-  typedef long long ubg_i64v8 __attribute__((vector_size(64)));
-  ubg_i64v8 v = {0, 0, 0, 0, 0, 0, 0, 0};
+  __m512i v = _mm512_setzero_si512();
   if (s) __builtin_memcpy(&v, s, 64);
-  __builtin_ia32_movntdq512((ubg_i64v8 *)d, v);
+  _mm512_stream_si512((__m512i *)d, v);
 #else
-  typedef long long ubg_i64v2 __attribute__((vector_size(16)));
   int q;
   for (q = 0; q < 4; q++) {
-    ubg_i64v2 v = {0, 0};
+    __m128i v = _mm_setzero_si128();
     if (s) __builtin_memcpy(&v, s + 16 * q, 16);
-    __builtin_ia32_movntdq((ubg_i64v2 *)(d + 16 * q), v);
+    _mm_stream_si128((__m128i *)(d + 16 * q), v);
   }
 #endif
 }
