@@ -57,14 +57,14 @@ $(error BLAS=$(BLAS): the only optional BLAS is openblas)
 endif
 
 GEN_LIB  := diag strbuf json_text json_loc expr spec_names spec_json spec_exprs spec_sections spec_composite spec_run spec_load point ubplan variant render source emit fsutil specset bind strategy tunedb_index tunedb_read tunedb tuned
-GEN_CLI  := cli suggest help cmd_list cmd_plan plan_composite cmd_emit emit_tuned cmd_check cmd_tune cmd_tune_merge tune_timing tune_composite tune_svg shape_arg check_run check_ref
+CLI      := cli suggest help cmd_list cmd_plan plan_composite cmd_emit emit_tuned cmd_check cmd_tune cmd_tune_merge tune_timing tune_composite tune_svg shape_arg check_run check_ref
 # the typed entry points (runtime/op_*.c) are found, so a kernel's wrapper is one new file
 RUNTIME  := messages config registry kernels pools grid ctx composite launch jit jit_tcc jit_gcc datadir ce_rows gemm_amx \
   composite_run launch_api routines routine_gemm routine_ce \
   $(patsubst runtime/%.c,%,$(wildcard runtime/op_*.c))
 
-GEN_OBJS := $(GEN_LIB:%=$(BUILD)/obj/gen/lib/%.o)
-CLI_OBJS := $(GEN_CLI:%=$(BUILD)/obj/gen/cli/%.o)
+GEN_OBJS := $(GEN_LIB:%=$(BUILD)/obj/gen/%.o)
+CLI_OBJS := $(CLI:%=$(BUILD)/obj/cli/%.o)
 RT_OBJS  := $(RUNTIME:%=$(BUILD)/obj/runtime/%.o) $(BUILD)/obj/templates/vops.o
 # libtcc inside libubgen.so: Debian's libtcc.a is position-independent code
 # but for PC-relative loads of glibc's stdout, stderr and environ, which a
@@ -77,7 +77,7 @@ REF_OBJS := $(REF_SRCS:tests/ref/%.c=$(BUILD)/obj/ref/%.o)
 SPECS    := $(wildcard specs/*.json)
 SPEC_REFS := $(wildcard specs/*_ref.c)
 TEMPLATES := $(filter-out templates/vops.c,$(wildcard templates/*))
-HEADERS  := $(wildcard gen/lib/*.h gen/cli/*.h runtime/*.h runtime/include/*.h templates/*.h tests/ref/*.h tests/*.h)
+HEADERS  := $(wildcard gen/*.h cli/*.h runtime/*.h runtime/include/*.h templates/*.h tests/ref/*.h tests/*.h)
 
 BOOT := $(BUILD)/boot/ubgen-boot
 UBGEN := $(BUILD)/bin/ubgen
@@ -118,16 +118,16 @@ $(LIBTCC_SO): $(LIBTCC_A)
 $(BUILD)/obj/ref/%.o: tests/ref/%.c $(HEADERS) $(SPEC_REFS) $(wildcard tests/specs/*_ref.c)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $(CFLAGS) -Itemplates -c $< -o $@
-$(BUILD)/obj/gen/cli/ubgen.o: gen/cli/ubgen.c $(HEADERS)
+$(BUILD)/obj/cli/%.o: cli/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(LIBFLAGS) $(CFLAGS) -c $< -o $@
-$(BUILD)/obj/boot/ubgen.o: gen/cli/ubgen.c $(HEADERS)
+$(BUILD)/obj/boot/ubgen.o: cli/ubgen.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(LIBFLAGS) $(CFLAGS) -DUBGEN_BOOT -c $< -o $@
 
 # the generator alone, to emit the kernels the library is built from
 BOOT_CLI := cli suggest help cmd_list cmd_plan cmd_emit emit_tuned shape_arg
-$(BOOT): $(GEN_OBJS) $(BOOT_CLI:%=$(BUILD)/obj/gen/cli/%.o) $(BUILD)/obj/boot/ubgen.o
+$(BOOT): $(GEN_OBJS) $(BOOT_CLI:%=$(BUILD)/obj/cli/%.o) $(BUILD)/obj/boot/ubgen.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fopenmp $^ $(LDLIBS) -o $@
 
@@ -153,9 +153,9 @@ $(LIB_SO): $(RT_OBJS) $(GEN_OBJS) $(KLIST) $(LIBTCC_SO) mk/libubgen.map
 	  $(GEN_OBJS) $$(cat $(KLIST)) $(LIBTCC_SO) $(filter-out -ltcc,$(LDLIBS))
 	ln -sf libubgen.so $(BUILD)/lib/$(SONAME)
 
-$(UBGEN): $(CLI_OBJS) $(BUILD)/obj/gen/cli/ubgen.o $(LIB_A)
+$(UBGEN): $(CLI_OBJS) $(BUILD)/obj/cli/ubgen.o $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -fopenmp $(CLI_OBJS) $(BUILD)/obj/gen/cli/ubgen.o $(LIB_A) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -fopenmp $(CLI_OBJS) $(BUILD)/obj/cli/ubgen.o $(LIB_A) $(LDLIBS) -o $@
 
 # ---- tests -------------------------------------------------------------------
 include mk/tests.mk

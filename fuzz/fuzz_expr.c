@@ -1,4 +1,4 @@
-/* libFuzzer target: the expression parser and evaluator (gen/lib/expr.c).
+/* libFuzzer target: the expression parser and evaluator (gen/expr.c).
  * Input: one expression, a NUL, then up to 8 int64 values for the names
  * a..h (the rest of the bytes, little-endian; missing bytes are zero).
  * Any input must parse or fail with a message and a position inside the

@@ -1,4 +1,4 @@
-/* libFuzzer target: the template renderer (gen/lib/render.c). Input: template
+/* libFuzzer target: the template renderer (gen/render.c). Input: template
  * text, rendered against a fixed value tree like a kernel's (ints,
  * booleans, identifiers, a list of maps, a map). Partials are looked up in
  * an empty directory list, so {{> x}} fails cleanly. Must render or fail

@@ -1,4 +1,4 @@
-/* libFuzzer target: the spec loader (gen/lib/spec_load.c) and what runs on a
+/* libFuzzer target: the spec loader (gen/spec_load.c) and what runs on a
  * loaded spec before any template: variant enumeration, UB footprints, the
  * default strategy at the spec's check cases. Input: the spec's JSON text.
  * A bad spec must fail with a located message (file:line:col); a good one

@@ -1,4 +1,4 @@
-/* libFuzzer target: the tuning DB's reader (gen/lib/tunedb_read.c). Input: the
+/* libFuzzer target: the tuning DB's reader (gen/tunedb_read.c). Input: the
  * bytes of a DB file. Any input must load or fail with a message (a
  * position, or the entry at fault), never crash, never undefined behaviour
  * (the build has UBSan); what loads must hold only entries with a kernel,

@@ -11,15 +11,15 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_TARGETS := expr spec render tunedb
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
-FUZZ_FLAGS   := -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Igen/lib
-FUZZ_SRCS    := $(GEN_LIB:%=gen/lib/%.c)
+FUZZ_FLAGS   := -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Igen
+FUZZ_SRCS    := $(GEN_LIB:%=gen/%.c)
 
 .PHONY: fuzz fuzz-build fuzz-regress deps-fuzz
 
 deps-fuzz:
 	@sh mk/deps.sh fuzz
 
-$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_SRCS) $(wildcard gen/lib/*.h)
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_SRCS) $(wildcard gen/*.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $< $(FUZZ_SRCS) -ljansson -lm -o $@
 

@@ -26,7 +26,7 @@ $(TKLIST): $(BUILD)/gen/test/MANIFEST
 TEST_FLAGS_test_half_v16 := -march=$(MARCH) -ffp-contract=off
 
 # command-line sources one test alone links (the library has none): TEST_SRCS_<name>
-TEST_SRCS_test_tune_timing := gen/cli/tune_timing.c
+TEST_SRCS_test_tune_timing := cli/tune_timing.c
 
 .SECONDEXPANSION:
 $(BUILD)/tests/%: tests/%.c $(REF_OBJS) $(TKLIST) $(LIB_A) $(HEADERS) $$(TEST_SRCS_$$*)

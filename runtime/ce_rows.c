@@ -10,9 +10,6 @@
 #include "../templates/prelude.h"
 #include "ce_rows.h"
 
-size_t rt_dtype_bytes(ubg_dtype dt) { return dt == UBG_F32 ? 4 : 2; }
-const char *rt_dtype_text(ubg_dtype dt) { return dt == UBG_F32 ? "f32" : dt == UBG_F16 ? "f16" : "bf16"; }
-
 ubg_status rt_check_size(const ubg_ctx *ctx, const char *fn, const char *what, const char *dims, int64_t a, int64_t b,
                          int64_t esize, int64_t *bytes) {
   if (__builtin_mul_overflow(a, b, bytes) || __builtin_mul_overflow(*bytes, esize, bytes) ||

@@ -39,10 +39,6 @@ typedef struct {
   char variant[160];                     /* the CE pass's last variant */
 } rt_ce_rows;
 
-/* the element size of dtype's tensors, and its name */
-UBG_HIDDEN size_t rt_dtype_bytes(ubg_dtype dt);
-UBG_HIDDEN const char *rt_dtype_text(ubg_dtype dt);
-
 /* fn: what [dims = a x b] of esize-byte elements, overflow-checked */
 UBG_HIDDEN ubg_status rt_check_size(const ubg_ctx *ctx, const char *fn, const char *what, const char *dims, int64_t a,
                                     int64_t b, int64_t esize, int64_t *bytes);

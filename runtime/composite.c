@@ -9,7 +9,7 @@
 
 #include "internal.h"
 #include "routine.h"
-#include "../gen/lib/strbuf.h"
+#include "../gen/strbuf.h"
 
 /* ---- what a spec's composite asks of this runtime: its routines ---- */
 
@@ -212,7 +212,7 @@ int rt_composite_choose(const ubg_ctx *ctx, const rt_composite *c, ubg_dtype dty
   int64_t bucket[UG_TUNE_MAX_SHAPE];
   for (int i = 0; i < k->nshape; i++) bucket[i] = ug_tune_bucket(shape[i]);
   ch->entry = ug_tunedb_find(&ctx->tunedb, c->kernel, c->pass, (int)dtype, k->nshape, (const char *const *)k->shape,
-                             bucket, ctx->ub_bytes);
+                             bucket, ctx->budget.ub_bytes);
   if (!ch->entry || ug_comp_parse(comp, ch->entry->variant, v, given) < 0 || !given[0]) return 0;
   ch->entry_whole = true;
   for (int i = 0; i < comp->naxes; i++) {

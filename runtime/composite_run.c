@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gen/lib/strbuf.h"
+#include "../gen/strbuf.h"
 #include "../templates/prelude.h"
 #include "routine.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../gen/lib/tuned.h"
+#include "../gen/tuned.h"
 #include "internal.h"
 
 static ubg_status env_int(const char *name, long lo, long hi, long *out, bool *set) {
@@ -39,7 +39,6 @@ ubg_status rt_config_resolve(ubg_ctx *ctx, const ubg_config *cfg) {
     if (ignored) rt_log("ASCEND_UB_CAPACITY_BITS=\"%s\" ignored: not a bit count for %lld..%lld bytes",
                         getenv("ASCEND_UB_CAPACITY_BITS"), (long long)UG_MIN_UB_BYTES, (long long)UG_MAX_UB_BYTES);
   }
-  ctx->ub_bytes = ub;
   ctx->budget.ub_bytes = ub;
 
   if (cfg->safety_margin != 0 && !(cfg->safety_margin > 0 && cfg->safety_margin <= 1))

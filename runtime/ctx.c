@@ -32,7 +32,7 @@ ubg_status ubg_ctx_create(const ubg_config *cfg, ubg_ctx **out) {
     return s;
   }
   rt_log("context %llu: ub_bytes %lld, margin %g, %d threads, %d kernels%s", (unsigned long long)ctx->id,
-         (long long)ctx->ub_bytes, ctx->budget.margin, ctx->threads, ctx->nkernels, ctx->guard ? ", UB guard pages" : "");
+         (long long)ctx->budget.ub_bytes, ctx->budget.margin, ctx->threads, ctx->nkernels, ctx->guard ? ", UB guard pages" : "");
   *out = ctx;
   return UBG_OK;
 }
@@ -50,6 +50,10 @@ void ubg_ctx_destroy(ubg_ctx *ctx) {
   pthread_mutex_destroy(&ctx->jit_lock);
   free(ctx);
 }
+
+const ug_tunedb *rt_ctx_tunedb(const ubg_ctx *ctx) { return &ctx->tunedb; }
+int64_t rt_ctx_ub_bytes(const ubg_ctx *ctx) { return ctx->budget.ub_bytes; }
+int rt_ctx_jit_compiles(const ubg_ctx *ctx) { return atomic_load(&ctx->jit_compiles); }
 
 /* variant `name` of rp in dtype (-1: any dtype): its dtype and index, or -1 */
 static int find_variant(const rt_pass *rp, int dtype, const char *name, int *dt_out) {
@@ -80,7 +84,7 @@ ubg_status ubg_set_variant(ubg_ctx *ctx, const char *kernel, const char *pass, c
     int64_t usable = ug_budget_usable(&ctx->budget, rp->pass->kernel);
     if (v->footprint > usable)
       return rt_fail(ctx, UBG_EUB, "variant %s needs %lld bytes of UB; the budget allows %lld (%lld bytes x %.2f)",
-                     v->name, (long long)v->footprint, (long long)usable, (long long)ctx->ub_bytes,
+                     v->name, (long long)v->footprint, (long long)usable, (long long)ctx->budget.ub_bytes,
                      ug_budget_margin(&ctx->budget, rp->pass->kernel));
     pthread_mutex_lock(&ctx->lock);
     rp->forced[dt] = i;

@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#include "../gen/lib/specset.h"
+#include "../gen/specset.h"
 #include "internal.h"
 
 static char data_dir[4096];

@@ -17,14 +17,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../gen/lib/spec.h"
-#include "../gen/lib/tunedb.h"
-#include "../gen/lib/ubplan.h"
-#include "../gen/lib/variant.h"
+#include "../gen/spec.h"
+#include "../gen/tunedb.h"
+#include "../gen/ubplan.h"
+#include "../gen/variant.h"
+#include "composite_plan.h"
+#include "ctx_view.h"
 #include "include/ubgen.h"
 #include "ubgen_aot.h"
-
-#define UBG_HIDDEN __attribute__((visibility("hidden")))
 
 /* which code ran a call */
 enum { RT_RAN_AOT = 1, RT_RAN_TCC = 2, RT_RAN_GCC = 3 };
@@ -75,8 +75,7 @@ typedef struct {
 
 struct ubg_ctx {
   uint64_t id; /* unique per context, so per-thread messages never leak between contexts */
-  ug_budget budget;
-  int64_t ub_bytes;
+  ug_budget budget; /* budget.ub_bytes: each worker's arena, the tuning DB's key */
   int threads;
   ubg_backend backend;
   bool guard;
@@ -107,11 +106,8 @@ struct ubg_ctx {
  * what it takes and what it runs: ubg_launch runs it by name (its typed
  * wrapper, if it has one, through rt_composite_run), ubg_set_variant and
  * UBGEN_VARIANT force a variant by name as for any pass, checked against
- * the spec, and rt_composite_choose gives a call's values. */
-enum { RT_COMP_AXES = 8 };
-typedef struct rt_composite {
-  const char *kernel, *pass;
-} rt_composite;
+ * the spec, and rt_composite_choose gives a call's values. What the command
+ * line may ask of one (a call's plan) is in composite_plan.h. */
 /* whether ctx's spec of kernel has a composite op named pass */
 UBG_HIDDEN bool rt_composite_exists(const ubg_ctx *ctx, const char *kernel, const char *pass);
 /* ctx's spec of c, when it is one the runtime can run; else NULL and why */
@@ -126,20 +122,6 @@ UBG_HIDDEN ubg_status rt_composite_set(ubg_ctx *ctx, const rt_composite *c, cons
 UBG_HIDDEN void rt_composite_forced(const ubg_ctx *ctx, const rt_composite *c, char *out, size_t n,
                                     const char **source);
 
-/* A call's variant of a composite op: each axis's value (an integer axis's
- * number, a named axis's index into its values) and who chose it. */
-typedef struct {
-  int naxes;
-  int64_t value[RT_COMP_AXES];
-  bool overflow[RT_COMP_AXES];      /* an integer axis whose default expression overflows here: value unset */
-  const char *source[RT_COMP_AXES]; /* "ubg_set_variant", "UBGEN_VARIANT", "tuned", "spec rule" (an integer
-                                       axis's default) or "default" (a named axis's) */
-  bool forced_axis[RT_COMP_AXES];
-  char forced[64];                  /* the name forced on ctx, "" none */
-  const ug_tune_entry *entry;       /* ctx's tuning DB entry for the call's bucket and UB budget, or NULL */
-  bool entry_whole;                 /* it names a whole variant: entry_value holds it */
-  int64_t entry_value[RT_COMP_AXES];
-} rt_comp_choice;
 /* The variant of c for a call of this dtype and shape (its kernel's, in
  * its order): per axis the value forced on ctx (a whole name fixes every
  * axis, a partial one the axes it gives), else the tuning DB's entry when
@@ -153,35 +135,14 @@ UBG_HIDDEN int rt_composite_choose(const ubg_ctx *ctx, const rt_composite *c, ub
  * nothing written when it fails. what starts every message ("ubg_flce"). */
 UBG_HIDDEN ubg_status rt_composite_run(ubg_ctx *ctx, const rt_composite *c, const char *what, ubg_dtype dtype,
                                        const ubg_arg *args, size_t nargs, const int64_t *nbytes);
-/* What rt_composite_run would do for a call: env holds the call's ints
- * and has_<tensor> flags (its spec's symbols, as `ubgen plan` parses
- * --shape), floats at their defaults. */
-typedef struct {
-  rt_comp_choice choice;      /* who chose each axis's value */
-  int64_t value[RT_COMP_AXES]; /* the values it runs (the chunk at most the rows) */
-  int64_t rows, chunks, last; /* the rows, the chunks of them and the last one's rows */
-  int64_t scratch[UG_MAX_BUFFERS]; /* bytes of each scratch buffer of the spec (0: not allocated), in lines */
-  int64_t routine_scratch;    /* bytes of the routines' one block */
-  int64_t total;
-  char missing[300];          /* a named value this build or CPU lacks, which the call would refuse; "" */
-} rt_comp_plan;
-UBG_HIDDEN ubg_status rt_composite_plan(ubg_ctx *ctx, const rt_composite *c, ubg_dtype dtype, const int64_t *env,
-                                        rt_comp_plan *plan);
 /* the rows of a chunk a call of this shape (the kernel's, in its order)
  * and rows would take: the first axis's value as rt_composite_choose gives
  * it, rows where the default overflows (or there is no ctx), capped to [1,
  * rows] */
 UBG_HIDDEN int64_t rt_composite_chunk_rows(const ubg_ctx *ctx, const char *kernel, const char *op, ubg_dtype dtype,
                                            const int64_t *shape, int64_t rows);
-/* the scratch bytes the last rt_composite_run on this thread allocated */
-UBG_HIDDEN size_t rt_composite_last_scratch_bytes(void);
 /* 0 when comp has "args" and a "run" whose routines this runtime has; else -1 and why */
 UBG_HIDDEN int rt_run_spec_ok(const ug_kernel *k, const ug_composite *comp, char *why, size_t n);
-/* value v of named axis `axis`: NULL when this build and CPU have it (its
- * routine), else why not; and whether it runs calls of dtype */
-UBG_HIDDEN const char *rt_run_axis_missing(const ug_composite *comp, int axis, int64_t v);
-UBG_HIDDEN bool rt_run_axis_runs(const ug_composite *comp, int axis, int64_t v, ubg_dtype dtype);
-
 /* UBGEN_VARIANT's entries forced on a new context, as ubg_set_variant would */
 UBG_HIDDEN ubg_status rt_env_variants(ubg_ctx *ctx);
 
@@ -206,11 +167,9 @@ UBG_HIDDEN void rt_aot_each(void (*fn)(const ubg_aot_table *t, void *ud), void *
 UBG_HIDDEN ubg_status rt_kernels_load(ubg_ctx *ctx);
 UBG_HIDDEN void rt_kernels_free(ubg_ctx *ctx);
 UBG_HIDDEN ubg_status rt_find_pass(const ubg_ctx *ctx, const char *kernel, const char *pass, rt_pass **out);
-/* ctx's spec of kernel `name`, or NULL (no message) */
-UBG_HIDDEN const ug_kernel *rt_find_kernel(const ubg_ctx *ctx, const char *name);
 
 /* ---- pools ---- */
-/* n arenas of ctx->ub_bytes (with a guard page after each in guard mode) */
+/* n arenas of ctx->budget.ub_bytes (with a guard page after each in guard mode) */
 UBG_HIDDEN ubg_status rt_arenas_take(ubg_ctx *ctx, int n, rt_block **out);
 UBG_HIDDEN void rt_arenas_give(ubg_ctx *ctx, rt_block **arenas, int n);
 UBG_HIDDEN ubg_status rt_workspace_take(ubg_ctx *ctx, size_t bytes, rt_block **out);

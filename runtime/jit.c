@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gen/lib/source.h"
+#include "../gen/source.h"
 #include "internal.h"
 
 const char *rt_backend_name(int backend) {

@@ -31,7 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../gen/lib/fsutil.h"
+#include "../gen/fsutil.h"
 #include "internal.h"
 
 #ifndef UBGEN_JIT_MARCH

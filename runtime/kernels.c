@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gen/lib/specset.h"
+#include "../gen/specset.h"
 #include "internal.h"
 
 typedef struct {

@@ -14,19 +14,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gen/lib/bind.h"
-#include "../gen/lib/strategy.h"
-#include "../gen/lib/tuned.h"
+#include "../gen/bind.h"
+#include "../gen/strategy.h"
+#include "../gen/tuned.h"
 #include "../templates/prelude.h"
 #include "internal.h"
 
-enum { MAX_DERIVED = 32, MAX_SLOTS = UG_MAX_ARGS + MAX_DERIVED + UG_MAX_BUFFERS };
+enum { MAX_DERIVED = 32, MAX_SLOTS = UG_MAX_ARGS + MAX_DERIVED + UG_MAX_BUFFERS, MAX_WHAT = 160 };
 
 typedef struct {
   const ubg_ctx *ctx;
   const ug_pass *p;
-  char what[160]; /* "kernel.pass" for messages */
+  int dtype;
+  size_t esize[UG_MAX_ARGS]; /* each tensor argument's element bytes in this dtype */
+  char what[MAX_WHAT];       /* "kernel.pass" for messages */
 } call;
+
+static ubg_status bad_dtype(const ubg_ctx *ctx, const char *what, ubg_dtype dtype) {
+  return rt_fail(ctx, UBG_EINVAL, "%s: dtype %d is not one of UBG_F32, UBG_F16, UBG_BF16", what, (int)dtype);
+}
+
+/* a call of p in dtype (a valid one), named `what` in messages */
+static void call_init(call *c, const ubg_ctx *ctx, const ug_pass *p, ubg_dtype dtype, const char *what) {
+  c->ctx = ctx, c->p = p, c->dtype = (int)dtype;
+  for (int ai = 0; ai < p->nargs; ai++) c->esize[ai] = ug_elem_bytes(p->args[ai].elem, (int)dtype);
+  snprintf(c->what, sizeof c->what, "%s", what);
+}
 
 static ubg_status diag_fail(const call *c, ubg_status s, const ug_diag *d) {
   char msg[2200];
@@ -166,16 +179,14 @@ static ubg_status check_values(const call *c, const ubg_slot *slots, int64_t *en
  * the element size is asked for: kernels load and store vectors with
  * unaligned moves, and take streaming stores only where the address allows
  * (docs/semantics.md). */
-static ubg_status check_alignment(const call *c, const ubg_slot *slots, int dtype) {
+static ubg_status check_alignment(const call *c, const ubg_slot *slots) {
   const ug_pass *p = c->p;
   for (int ai = 0; ai < p->nargs; ai++) {
     const ug_arg *a = &p->args[ai];
     if (a->kind != UG_ARG_TENSOR || !slots[ai].p) continue;
-    size_t es = ug_elem_bytes(a->elem, dtype);
-    if ((uintptr_t)slots[ai].p % es)
+    if ((uintptr_t)slots[ai].p % c->esize[ai])
       return rt_fail(c->ctx, UBG_EINVAL, "%s: %s = %p is not aligned to %zu bytes (the size of its %s elements)",
-                     c->what, a->name, slots[ai].p, es,
-                     a->elem == UG_ELEM_T ? ug_dtype_name(dtype) : ug_elem_name(a->elem));
+                     c->what, a->name, slots[ai].p, c->esize[ai], ug_elem_name(ug_elem_of(a->elem, c->dtype)));
   }
   return UBG_OK;
 }
@@ -183,13 +194,13 @@ static ubg_status check_alignment(const call *c, const ubg_slot *slots, int dtyp
 /* Byte sizes of every tensor, overflow-checked; bytes[ai] = 0 for NULL.
  * Every dimension is evaluated first, so an overflow names them all (and a
  * zero dimension makes an empty tensor, whatever the others are). */
-static ubg_status size_tensors(const call *c, const ubg_slot *slots, const int64_t *env, int dtype, int64_t *bytes) {
+static ubg_status size_tensors(const call *c, const ubg_slot *slots, const int64_t *env, int64_t *bytes) {
   const ug_pass *p = c->p;
   for (int ai = 0; ai < p->nargs; ai++) {
     const ug_arg *a = &p->args[ai];
     bytes[ai] = 0;
     if (a->kind != UG_ARG_TENSOR || !slots[ai].p) continue;
-    int64_t es = (int64_t)ug_elem_bytes(a->elem, dtype), dims[UG_MAX_RANK], n = es;
+    int64_t es = (int64_t)c->esize[ai], dims[UG_MAX_RANK], n = es;
     bool empty = false;
     for (int d = 0; d < a->rank; d++) {
       ug_expr_err err;
@@ -221,7 +232,7 @@ static ubg_status size_tensors(const call *c, const ubg_slot *slots, const int64
 }
 
 /* a buffer whose size the caller gave must hold the spec's shape exactly */
-static ubg_status check_sizes(const call *c, const ubg_slot *slots, const int64_t *env, int dtype, const int64_t *bytes,
+static ubg_status check_sizes(const call *c, const ubg_slot *slots, const int64_t *env, const int64_t *bytes,
                               const int64_t *given) {
   const ug_pass *p = c->p;
   for (int ai = 0; ai < p->nargs; ai++) {
@@ -238,7 +249,7 @@ static ubg_status check_sizes(const call *c, const ubg_slot *slots, const int64_
     }
     return rt_fail(c->ctx, UBG_EINVAL, "%s: %s is a buffer of %lld bytes; its shape [%s] = [%s] of %s needs %lld",
                    c->what, a->name, (long long)given[ai], shape, values,
-                   a->elem == UG_ELEM_T ? ug_dtype_name(dtype) : ug_elem_name(a->elem), (long long)bytes[ai]);
+                   ug_elem_name(ug_elem_of(a->elem, c->dtype)), (long long)bytes[ai]);
   }
   return UBG_OK;
 }
@@ -280,7 +291,7 @@ static int64_t element_at(const void *base, size_t esize, int64_t i) {
 /* Index tensors with a "range": every element in [lo, hi) (or equal to
  * range_except), checked before anything runs so a bad index writes
  * nothing; UBG_ERANGE names the first bad position and its value. */
-static ubg_status check_ranges(const call *c, const ubg_slot *slots, const int64_t *env, int dtype, const int64_t *bytes) {
+static ubg_status check_ranges(const call *c, const ubg_slot *slots, const int64_t *env, const int64_t *bytes) {
   const ug_pass *p = c->p;
   for (int ai = 0; ai < p->nargs; ai++) {
     const ug_arg *a = &p->args[ai];
@@ -290,10 +301,9 @@ static ubg_status check_ranges(const call *c, const ubg_slot *slots, const int64
     if (ug_expr_eval(a->range_lo, env, &lo, &err) < 0 || ug_expr_eval(a->range_hi, env, &hi, &err) < 0 ||
         (a->range_except && ug_expr_eval(a->range_except, env, &except, &err) < 0))
       return rt_fail(c->ctx, UBG_EINVAL, "%s: range of %s: %s", c->what, a->name, err.msg);
-    size_t esize = ug_elem_bytes(a->elem, dtype);
-    int64_t n = bytes[ai] / (int64_t)esize;
+    int64_t n = bytes[ai] / (int64_t)c->esize[ai];
     for (int64_t i = 0; i < n; i++) {
-      int64_t v = element_at(slots[ai].p, esize, i);
+      int64_t v = element_at(slots[ai].p, c->esize[ai], i);
       if ((v < lo || v >= hi) && !(a->range_except && v == except)) {
         char exc[96] = "";
         if (a->range_except)
@@ -314,35 +324,35 @@ static void set_dtype(const ug_pass *p, ubg_dtype dtype, int64_t *env) {
 }
 
 /* every check of a call's arguments against the spec, in order */
-static ubg_status check_call(const call *c, ubg_dtype dtype, const ubg_arg *args, size_t nargs, const int64_t *nbytes,
-                             ubg_slot *slots, int64_t *env, int64_t *bytes) {
+static ubg_status check_call(const call *c, const ubg_arg *args, size_t nargs, const int64_t *nbytes, ubg_slot *slots,
+                             int64_t *env, int64_t *bytes) {
   int64_t given[UG_MAX_ARGS];
   ubg_status s;
-  set_dtype(c->p, dtype, env);
-  if ((s = match_args(c, args, nargs, nbytes, slots, given)) || (s = check_alignment(c, slots, (int)dtype)) ||
-      (s = check_values(c, slots, env)) || (s = size_tensors(c, slots, env, (int)dtype, bytes)) ||
-      (s = check_sizes(c, slots, env, (int)dtype, bytes, given)) || (s = check_overlaps(c, slots, bytes)) ||
-      (s = check_ranges(c, slots, env, (int)dtype, bytes)))
+  set_dtype(c->p, (ubg_dtype)c->dtype, env);
+  if ((s = match_args(c, args, nargs, nbytes, slots, given)) || (s = check_alignment(c, slots)) ||
+      (s = check_values(c, slots, env)) || (s = size_tensors(c, slots, env, bytes)) ||
+      (s = check_sizes(c, slots, env, bytes, given)) || (s = check_overlaps(c, slots, bytes)) ||
+      (s = check_ranges(c, slots, env, bytes)))
     return s;
   return UBG_OK;
 }
 
 ubg_status rt_check_args(const ubg_ctx *ctx, const char *what, const ug_pass *p, ubg_dtype dtype, const ubg_arg *args,
                          size_t nargs, const int64_t *nbytes, ubg_slot *slots, int64_t *env, int64_t *bytes) {
-  call c = {ctx, p, ""};
-  snprintf(c.what, sizeof c.what, "%s", what);
-  if ((unsigned)dtype >= UG_NDTYPES)
-    return rt_fail(ctx, UBG_EINVAL, "%s: dtype %d is not one of UBG_F32, UBG_F16, UBG_BF16", what, (int)dtype);
-  return check_call(&c, dtype, args, nargs, nbytes, slots, env, bytes);
+  call c;
+  if ((unsigned)dtype >= UG_NDTYPES) return bad_dtype(ctx, what, dtype);
+  call_init(&c, ctx, p, dtype, what);
+  return check_call(&c, args, nargs, nbytes, slots, env, bytes);
 }
 
 ubg_status rt_check_values(const ubg_ctx *ctx, const char *what, const ug_pass *p, ubg_dtype dtype,
                            const ubg_slot *slots, int64_t *env, int64_t *bytes) {
-  call c = {ctx, p, ""};
-  snprintf(c.what, sizeof c.what, "%s", what);
+  call c;
+  if ((unsigned)dtype >= UG_NDTYPES) return bad_dtype(ctx, what, dtype);
+  call_init(&c, ctx, p, dtype, what);
   set_dtype(p, dtype, env);
   ubg_status s = check_values(&c, slots, env);
-  return s ? s : size_tensors(&c, slots, env, (int)dtype, bytes);
+  return s ? s : size_tensors(&c, slots, env, bytes);
 }
 
 static ubg_status choose(const call *c, rt_pass *rp, int dtype, int64_t *env, int *index) {
@@ -369,7 +379,7 @@ static ubg_status choose(const call *c, rt_pass *rp, int dtype, int64_t *env, in
   int64_t usable = ug_budget_usable(&ctx->budget, p->kernel);
   if (ctx->tunedb.n) { /* the DB's variant for this bucket, if it fits and applies */
     char why[512];
-    int t = ug_tuned_choice(&ctx->tunedb, p, dtype, rp->variants[dtype], rp->nvariants[dtype], env, ctx->ub_bytes,
+    int t = ug_tuned_choice(&ctx->tunedb, p, dtype, rp->variants[dtype], rp->nvariants[dtype], env, ctx->budget.ub_bytes,
                             usable, index, why, sizeof why, &d);
     if (t < 0) return diag_fail(c, UBG_EINVAL, &d);
     if (t == 1) return UBG_OK;
@@ -391,11 +401,12 @@ ubg_status rt_launch_sized(ubg_ctx *ctx, const char *kernel, const char *pass, u
   rt_pass *rp;
   ubg_status s = rt_find_pass(ctx, kernel, pass, &rp);
   if (s) return s;
-  call c = {ctx, rp->pass, ""};
   const ug_pass *p = rp->pass;
-  snprintf(c.what, sizeof c.what, "%s.%s", p->kernel->name, p->name);
-  if ((unsigned)dtype >= UG_NDTYPES)
-    return rt_fail(ctx, UBG_EINVAL, "%s: dtype %d is not one of UBG_F32, UBG_F16, UBG_BF16", c.what, (int)dtype);
+  char what[MAX_WHAT];
+  snprintf(what, sizeof what, "%s.%s", p->kernel->name, p->name);
+  if ((unsigned)dtype >= UG_NDTYPES) return bad_dtype(ctx, what, dtype);
+  call c;
+  call_init(&c, ctx, p, dtype, what);
   if (!p->dtypes[dtype]) return rt_fail(ctx, UBG_EINVAL, "%s has no %s variants", c.what, ug_dtype_name((int)dtype));
   if (p->nderived > MAX_DERIVED)
     return rt_fail(ctx, UBG_EINVAL, "%s: more than %d derived values", c.what, MAX_DERIVED);
@@ -406,7 +417,7 @@ ubg_status rt_launch_sized(ubg_ctx *ctx, const char *kernel, const char *pass, u
   int64_t *env = calloc((size_t)p->nsyms + 1, sizeof *env);
   if (!env) return rt_fail(ctx, UBG_ENOMEM, "out of memory");
   int index = -1;
-  if ((s = check_call(&c, dtype, args, nargs, nbytes, slots, env, bytes)) ||
+  if ((s = check_call(&c, args, nargs, nbytes, slots, env, bytes)) ||
       (s = choose(&c, rp, (int)dtype, env, &index))) {
     free(env);
     return s;

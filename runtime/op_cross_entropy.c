@@ -45,8 +45,8 @@ static ubg_status validate(rt_ce_rows *c, const void *logits, const ubg_flce_opt
   int nr = 0;
   ubg_status s = rt_ce_rows_check(c, opts, out->loss, out->z_loss, out->argmax, out->token_accuracy, r, &nr);
   if (s) return s;
-  const size_t es = rt_dtype_bytes(c->dt);
-  const char *dt = rt_dtype_text(c->dt);
+  const size_t es = (size_t)ug_dtype_bytes((int)c->dt);
+  const char *dt = ug_dtype_name((int)c->dt);
   int64_t b_l;
   if ((s = rt_check_aligned(ctx, c->fn, "logits", logits, es, dt)) ||
       (s = rt_check_aligned(ctx, c->fn, "out->dlogits", out->dlogits, es, dt)) ||

@@ -61,10 +61,10 @@ ubg_status rt_arenas_take(ubg_ctx *ctx, int n, rt_block **out) {
   }
   pthread_mutex_unlock(&ctx->lock);
   for (; got < n; got++) {
-    out[got] = arena_new((size_t)ctx->ub_bytes, ctx->guard);
+    out[got] = arena_new((size_t)ctx->budget.ub_bytes, ctx->guard);
     if (!out[got]) {
       rt_arenas_give(ctx, out, got);
-      return rt_fail(ctx, UBG_ENOMEM, "cannot allocate %d UB arenas of %lld bytes", n, (long long)ctx->ub_bytes);
+      return rt_fail(ctx, UBG_ENOMEM, "cannot allocate %d UB arenas of %lld bytes", n, (long long)ctx->budget.ub_bytes);
     }
   }
   return UBG_OK;

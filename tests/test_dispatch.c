@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../gen/lib/tunedb.h"
+#include "../gen/tunedb.h"
 #include "test_util.h"
 
 static char dir[64], db_path[128];

@@ -1,4 +1,4 @@
-/* Unit tests of the integer expression language (gen/lib/expr.h): parsing,
+/* Unit tests of the integer expression language (gen/expr.h): parsing,
  * precedence, functions, and the exact byte position of every error. */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gen/lib/expr.h"
+#include "../gen/expr.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
 

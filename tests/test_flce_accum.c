@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/composite_plan.h"
 #include "../runtime/gemm_amx.h"
-#include "../runtime/internal.h"
 #include "ref/flce_ref.h"
 #include "test_util.h"
 
@@ -138,8 +138,7 @@ static void expect_chunked(const char *what, const void *got, const acase *c, co
 
 static void check_case(const acase *c) {
   char where[200];
-  static const char *const names[3] = {"f32", "f16", "bf16"};
-  snprintf(where, sizeof where, "%s bt=%lld h=%lld v=%lld chunk=%lld %s%s%s gemm=%s", names[c->dt],
+  snprintf(where, sizeof where, "%s bt=%lld h=%lld v=%lld chunk=%lld %s%s%s gemm=%s", ug_dtype_name(c->dt),
            (long long)c->bt, (long long)c->h, (long long)c->v, (long long)c->chunk,
            c->red == UBG_REDUCE_MEAN ? "mean" : "sum", c->dweight ? " dweight" : "", c->dbias ? " dbias" : "",
            c->gemm ? c->gemm : "generated");

@@ -7,7 +7,6 @@
  * backend; the async gcc build swaps its code in. */
 #include <criterion/criterion.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "internal.h" /* ctx->jit_compiles */
+#include "ctx_view.h"
 #include "rms_norm_cases.h"
 
 
@@ -72,7 +71,7 @@ static void same_bits(const char *pass, int dt, ubg_backend backend) {
     for (int c = 0; c < 2; c++) free(out[c]), free(dw[c]), free(rstd[c]);
     free(x), free(dy), free(w);
   }
-  cr_assert_eq(atomic_load(&tcc->jit_compiles), visited, "each variant compiled once");
+  cr_assert_eq(rt_ctx_jit_compiles(tcc), visited, "each variant compiled once");
   ubg_ctx_destroy(aot);
   ubg_ctx_destroy(tcc);
   tc_free_variants(&vs);
@@ -117,7 +116,7 @@ Test(jit_tcc, concurrent_callers_compile_each_variant_once) {
     pthread_join(th[t], &rc);
     cr_assert_null(rc, "a call failed: %s", ubg_ctx_error(shared));
   }
-  cr_assert_eq(atomic_load(&shared->jit_compiles), 8);
+  cr_assert_eq(rt_ctx_jit_compiles(shared), 8);
   ubg_ctx_destroy(shared);
 }
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../gen/lib/bind.h"
+#include "../gen/bind.h"
 #include "test_util.h"
 
 

@@ -1,4 +1,4 @@
-/* Unit tests of the template renderer (gen/lib/render.h): values, sections,
+/* Unit tests of the template renderer (gen/render.h): values, sections,
  * expressions, partials, standalone lines, located errors, and the rule that
  * only validated values reach the C text. */
 #include <criterion/criterion.h>
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../gen/lib/render.h"
+#include "../gen/render.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 

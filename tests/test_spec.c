@@ -1,17 +1,17 @@
-/* Unit tests of the spec loader (gen/lib/spec.h), variants (gen/lib/variant.h), the
- * UB plan (gen/lib/ubplan.h), binding (gen/lib/bind.h) and the default strategy
- * (gen/lib/strategy.h), on the shipped rms_norm spec and a small inline spec. */
+/* Unit tests of the spec loader (gen/spec.h), variants (gen/variant.h), the
+ * UB plan (gen/ubplan.h), binding (gen/bind.h) and the default strategy
+ * (gen/strategy.h), on the shipped rms_norm spec and a small inline spec. */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gen/lib/bind.h"
-#include "../gen/lib/spec.h"
-#include "../gen/lib/strategy.h"
-#include "../gen/lib/ubplan.h"
-#include "../gen/lib/variant.h"
+#include "../gen/bind.h"
+#include "../gen/spec.h"
+#include "../gen/strategy.h"
+#include "../gen/ubplan.h"
+#include "../gen/variant.h"
 
 #define RMS_NORM_SPEC UBGEN_SRC "/specs/rms_norm.json"
 

@@ -1,4 +1,4 @@
-/* The tuner's noise and its choice (gen/cli/tune_timing.c), on given
+/* The tuner's noise and its choice (cli/tune_timing.c), on given
  * times: a win inside the noise keeps the default, a clear win is taken,
  * a wrong candidate is never chosen; and, on the clock, the floor a sweep
  * announces. (The tuner end to end runs in test_cli's
@@ -6,7 +6,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "../gen/cli/tune_timing.h"
+#include "../cli/tune_timing.h"
 
 Test(tune_timing, the_noise_is_the_interquartile_range_over_the_median) {
   double t[5] = {5, 1, 4, 2, 3}; /* p25 2, p50 3, p75 4 */

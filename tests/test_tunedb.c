@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../gen/lib/tunedb.h"
+#include "../gen/tunedb.h"
 
 #ifndef TC_TIME_SCALE
 #define TC_TIME_SCALE 1
@@ -268,7 +268,7 @@ Test(tunedb, syntax_error_has_line_and_column) {
   ug_tunedb_free(&db);
 }
 
-/* the DB is read by its own one-pass reader (gen/lib/tunedb_read.c): any valid
+/* the DB is read by its own one-pass reader (gen/tunedb_read.c): any valid
  * JSON of the right shape loads, whatever the key order, whitespace,
  * escapes, unknown keys and values; a later duplicate key wins; what is not
  * JSON is refused with its line and column */

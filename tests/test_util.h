@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gen/lib/spec.h"
-#include "../gen/lib/ubplan.h"
-#include "../gen/lib/variant.h"
+#include "../gen/spec.h"
+#include "../gen/ubplan.h"
+#include "../gen/variant.h"
 #include "ref/ref.h"
 #include "ubgen.h"
 

@@ -15,7 +15,7 @@
 
 #include "cli.h"
 #include "help.h"
-#include "../lib/tunedb.h"
+#include "../gen/tunedb.h"
 
 enum { MAX_INPUTS = 1024 };
 

@@ -58,7 +58,7 @@ int ug_tunedb_load(const char *path, ug_tunedb *db, char *warn, size_t nwarn) {
         "writable by its owner only", path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777), (unsigned)geteuid());
     return 1;
   }
-  /* read whole, then parsed in one pass (gen/lib/tunedb_read.c) */
+  /* read whole, then parsed in one pass (gen/tunedb_read.c) */
   char *text = malloc((size_t)st.st_size + 1);
   size_t got = 0;
   while (text && got < (size_t)st.st_size) {

@@ -6,8 +6,8 @@
 
 #include <stddef.h>
 
-#include "../../templates/ubgen_ref.h"
-#include "../lib/spec.h"
+#include "../templates/ubgen_ref.h"
+#include "../gen/spec.h"
 
 typedef void (*cli_check_ref_fn)(const ref_slot *args, int dtype, double *const *outs);
 

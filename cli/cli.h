@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../lib/specset.h"
-#include "../lib/ubplan.h"
-#include "../lib/variant.h"
+#include "../gen/specset.h"
+#include "../gen/ubplan.h"
+#include "../gen/variant.h"
 
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 enum { CLI_MAX_LIST = 32 };

@@ -14,7 +14,7 @@
 
 #include "cli.h"
 #include "tune_svg.h"
-#include "../lib/tunedb.h"
+#include "../gen/tunedb.h"
 
 /* where results go: the table, the DB being built, --json's array */
 typedef struct {

@@ -51,7 +51,7 @@ int64_t ug_tune_bucket(int64_t v);
 
 /* Parses a DB's JSON text[0, len) into *db (initialized, empty): 0 ok; 1
  * invalid (why: "line:col: what", or "entries[i]: what"); -1 out of memory
- * (gen/lib/tunedb_read.c). */
+ * (gen/tunedb_read.c). */
 int ug_tunedb_parse(const char *text, size_t len, ug_tunedb *db, char *why, size_t nwhy);
 
 /* Loads path into *db (which it initializes). 0: loaded or missing (empty);

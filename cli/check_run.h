@@ -6,9 +6,9 @@
 
 #include <stdint.h>
 
-#include "../../runtime/include/ubgen.h"
+#include "../runtime/include/ubgen.h"
 #include "check_ref.h"
-#include "../lib/spec.h"
+#include "../gen/spec.h"
 
 /* One call's arguments with seeded inputs (as `ubgen check` fills them),
  * kept so the call can be repeated (timing) and its outputs reset. */

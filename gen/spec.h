@@ -320,10 +320,15 @@ int ug_pass_sym(const ug_pass *p, const char *name); /* env slot or -1 */
 
 const char *ug_dtype_name(int dtype);  /* "f32", "f16", "bf16" */
 int ug_dtype_parse(const char *s);     /* -1 when unknown */
-int ug_dtype_bytes(int dtype);
+int ug_dtype_bytes(int dtype);      /* 4, 2, 2; 0 when unknown */
 const char *ug_elem_name(ug_elem e);
 /* "T", "f32", ... as an element type: 0, or -1 for no such name */
 int ug_elem_parse(const char *s, ug_elem *e);
+/* the element type e stands for in a variant of dtype: UG_ELEM_T is the
+ * dtype's own (UG_ELEM_F32, ...), and stays UG_ELEM_T for no dtype */
+ug_elem ug_elem_of(ug_elem e, int dtype);
+/* the dtype a float element type is in a variant of dtype (UG_ELEM_T: dtype); -1 for an integer one */
+int ug_elem_dtype(ug_elem e, int dtype);
 size_t ug_elem_bytes(ug_elem e, int dtype);
 const char *ug_elem_ctype(ug_elem e, int dtype); /* C type name in kernels */
 

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../runtime/internal.h"
-#include "../../templates/ubgen_ref.h"
-#include "../lib/strbuf.h"
+#include "../runtime/composite_plan.h"
+#include "../templates/ubgen_ref.h"
+#include "../gen/strbuf.h"
 #include "shape_arg.h"
 #include "tune_composite.h"
 #include "tune_timing.h"
@@ -154,11 +154,8 @@ static int make_call(run *r) {
         if (es == 8) ((int64_t *)r->mem[i])[e] = v;
         else if (es == 4) ((int32_t *)r->mem[i])[e] = (int32_t)v;
         else ((uint8_t *)r->mem[i])[e] = (uint8_t)v;
-      } else if (a->elem == UG_ELEM_T) {
-        ref_store(r->mem[i], e, r->dtype, (u - 0.5) * 0.1);
-      } else if (a->elem == UG_ELEM_F32 || a->elem == UG_ELEM_F16 || a->elem == UG_ELEM_BF16) {
-        ref_store(r->mem[i], e, a->elem == UG_ELEM_F32 ? REF_F32 : a->elem == UG_ELEM_F16 ? REF_F16 : REF_BF16,
-                  (u - 0.5) * 0.1);
+      } else if (ug_elem_dtype(a->elem, r->dtype) >= 0) { /* REF_F32... are ubg_dtype's values */
+        ref_store(r->mem[i], e, ug_elem_dtype(a->elem, r->dtype), (u - 0.5) * 0.1);
       }
     }
   }
@@ -181,7 +178,7 @@ static void show_round(void *ud, int round) {
 /* a float type's output i against the default's, within tolerance t; the first miss into msg */
 static bool close_to(const run *r, int i, const ug_tol *tol, bool scaled, char *msg, size_t nmsg) {
   const ug_arg *a = &r->c->call->args[i];
-  const int dt = a->elem == UG_ELEM_T ? r->dtype : a->elem == UG_ELEM_F32 ? REF_F32 : a->elem == UG_ELEM_F16 ? REF_F16 : REF_BF16;
+  const int dt = ug_elem_dtype(a->elem, r->dtype);
   const int64_t n = r->bytes[i] / (int64_t)ug_elem_bytes(a->elem, r->dtype);
   double big = 0, atol = tol->atol;
   for (int64_t e = 0; e < n && scaled; e++) big = fmax(big, fabs(ref_load(r->first[i], e, dt)));
@@ -208,7 +205,7 @@ static bool verify(run *r, int c) {
       memcpy(r->first[i], r->mem[i], (size_t)r->bytes[i]);
       continue;
     }
-    const bool floats = a->elem == UG_ELEM_T || a->elem == UG_ELEM_F32 || a->elem == UG_ELEM_F16 || a->elem == UG_ELEM_BF16;
+    const bool floats = ug_elem_dtype(a->elem, r->dtype) >= 0;
     if (x->tol >= 0 && floats) {
       if (!close_to(r, i, &r->c->tune_tol[x->tol], r->c->tune_tol_scaled[x->tol], x->msg, sizeof x->msg)) return false;
     } else if (x->tol < 0 && memcmp(r->mem[i], r->first[i], (size_t)r->bytes[i])) {

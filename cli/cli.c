@@ -3,9 +3,9 @@
 #include "help.h"
 #include "suggest.h"
 
-#include "../lib/fsutil.h"
-#include "../lib/source.h"
-#include "../lib/tunedb.h"
+#include "../gen/fsutil.h"
+#include "../gen/source.h"
+#include "../gen/tunedb.h"
 
 #include <errno.h>
 #include <stdarg.h>

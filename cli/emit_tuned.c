@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/bind.h"
-#include "../lib/strategy.h"
+#include "../gen/bind.h"
+#include "../gen/strategy.h"
 
 /* keeps the default strategy's choice for the shape in env */
 static int keep_default(const ug_pass *p, const ug_variant *vs, int nv, int64_t *env, int64_t usable, bool *keep,

@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/bind.h"
+#include "../gen/bind.h"
 #include "check_ref.h"
 #include "check_run.h"
 #include "cli.h"
-#include "../lib/strategy.h"
+#include "../gen/strategy.h"
 
 typedef struct {
   ubg_ctx *ctx;

@@ -13,17 +13,17 @@
 #include <string.h>
 #include <time.h>
 
-#include "../lib/bind.h"
-#include "../lib/fsutil.h"
+#include "../gen/bind.h"
+#include "../gen/fsutil.h"
 #include "check_run.h"
 #include "cli.h"
 #include "shape_arg.h"
-#include "../lib/strategy.h"
+#include "../gen/strategy.h"
 #include "tune_composite.h"
 #include "tune_svg.h"
 #include "tune_timing.h"
-#include "../lib/tuned.h"
-#include "../lib/tunedb.h"
+#include "../gen/tuned.h"
+#include "../gen/tunedb.h"
 
 enum { DEFAULT_REPS = 5 };
 /* a bandwidth no core reaches, in cache or out: a call's floor is its bytes

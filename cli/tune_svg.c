@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/fsutil.h"
-#include "../lib/strbuf.h"
+#include "../gen/fsutil.h"
+#include "../gen/strbuf.h"
 
 enum { PANEL_W = 720, PANEL_H = 310, LEFT = 70, RIGHT = 210, TOP = 50, BOTTOM = 45 };
 static const char *const COLORS[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",

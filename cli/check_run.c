@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/bind.h"
+#include "../gen/bind.h"
 
 static uint64_t next(uint64_t *s) {
   /* splitmix64: tiny, and good enough for test data */

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../runtime/internal.h"
-#include "../lib/strbuf.h"
+#include "../runtime/composite_plan.h"
+#include "../gen/strbuf.h"
 #include "cli.h"
 #include "shape_arg.h"
 
@@ -43,18 +43,19 @@ static void not_tuned(const ubg_ctx *ctx, const ug_kernel *k, const ug_composite
                       ug_buf *why) {
   struct stat st;
   const rt_comp_choice *ch = &p->choice;
+  const ug_tunedb *db = rt_ctx_tunedb(ctx);
   if (!db_path) {
     ug_buf_puts(why, "no tuning DB (--db, UBGEN_TUNING_DB, UBGEN_CACHE_DIR or HOME names one)");
   } else if (db_load == 1) {
     ug_buf_printf(why, "the tuning DB is unusable: %s", db_warn);
-  } else if (!ctx->tunedb.n && stat(db_path, &st) != 0) {
+  } else if (!db->n && stat(db_path, &st) != 0) {
     ug_buf_printf(why, "no tuning DB at %.400s (`ubgen tune` and `make run` write it there)", db_path);
   } else if (!ch->entry) {
     ug_buf_printf(why, "no tuning entry for %s.%s %s at bucket %s, ub_bytes %lld", k->name, c->name,
-                  ug_dtype_name(dtype), bucket, (long long)ctx->ub_bytes);
+                  ug_dtype_name(dtype), bucket, (long long)rt_ctx_ub_bytes(ctx));
     /* the usual miss: tuned at another UB budget (--ub) */
-    for (int i = 0; i < ctx->tunedb.n; i++) {
-      const ug_tune_entry *e = &ctx->tunedb.e[i];
+    for (int i = 0; i < db->n; i++) {
+      const ug_tune_entry *e = &db->e[i];
       if (strcmp(e->kernel, k->name) || strcmp(e->pass, c->name) || e->dtype != dtype) continue;
       char b[200];
       b[0] = '\0';
@@ -196,7 +197,7 @@ static int plan_composite(cli_opts *o, int dtype, const ug_kernel *k, const ug_c
   if (o->json) {
     json_t *root = json_pack("{s:s, s:s, s:s, s:o, s:o, s:I, s:s, s:I, s:I, s:I, s:I, s:I}", "kernel", rk->name,
                              "pass", rc->name, "dtype", ug_dtype_name(dtype), "shape", cli_shape_json(call, env),
-                             "bucket", bucket_json(call, env), "ub_bytes", (json_int_t)ctx->ub_bytes,
+                             "bucket", bucket_json(call, env), "ub_bytes", (json_int_t)rt_ctx_ub_bytes(ctx),
                              "variant", variant, "rows", (json_int_t)p.rows, "chunks", (json_int_t)p.chunks,
                              "last_chunk", (json_int_t)p.last, "routine_scratch_bytes", (json_int_t)p.routine_scratch,
                              "scratch_bytes", (json_int_t)p.total);
@@ -228,7 +229,7 @@ static int plan_composite(cli_opts *o, int dtype, const ug_kernel *k, const ug_c
     json_decref(root);
   } else {
     printf("%s.%s  dtype %s  shape %s\n", rk->name, rc->name, ug_dtype_name(dtype), shape);
-    printf("bucket    %s, ub_bytes %lld (the tuning DB's key)\n", bucket, (long long)ctx->ub_bytes);
+    printf("bucket    %s, ub_bytes %lld (the tuning DB's key)\n", bucket, (long long)rt_ctx_ub_bytes(ctx));
     for (int i = 0; i < rc->naxes; i++) {
       const ug_comp_axis *a = &rc->axes[i];
       ug_buf why = {0};

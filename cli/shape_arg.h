@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "../lib/spec.h"
+#include "../gen/spec.h"
 
 /* Fills env (nsyms slots): int args and has_* (all optional tensors present
  * unless has_<name>=0 is given). -1 with a message printed on bad input. */

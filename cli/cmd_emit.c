@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "../lib/emit.h"
+#include "../gen/emit.h"
 #include "emit_tuned.h"
 
 int cli_cmd_emit(int argc, char **argv) {

@@ -8,11 +8,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../lib/bind.h"
+#include "../gen/bind.h"
 #include "cli.h"
 #include "shape_arg.h"
-#include "../lib/strategy.h"
-#include "../lib/tuned.h"
+#include "../gen/strategy.h"
+#include "../gen/tuned.h"
 
 static const ug_kernel *set_kernel(const char *name, const void *set) { return ug_specset_find(set, name); }
 

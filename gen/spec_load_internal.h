@@ -1,4 +1,4 @@
-/* The spec loader's own parts (gen/lib/spec_load.c and the files it is split
+/* The spec loader's own parts (gen/spec_load.c and the files it is split
  * into): nothing outside the loader includes this. ug_spec_ (the library's prefix) names
  * its parts.
  *   spec_json.c      JSON values with their positions: typed getters, errors file:line:col

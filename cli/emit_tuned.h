@@ -13,9 +13,9 @@
 
 #include <stdbool.h>
 
-#include "../lib/tunedb.h"
-#include "../lib/ubplan.h"
-#include "../lib/variant.h"
+#include "../gen/tunedb.h"
+#include "../gen/ubplan.h"
+#include "../gen/variant.h"
 
 typedef struct {
   int tuned;     /* entries of this pass and dtype used */

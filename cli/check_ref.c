@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../runtime/tcc_unit.h"
-#include "../lib/fsutil.h"
-#include "../lib/source.h"
+#include "../runtime/tcc_unit.h"
+#include "../gen/fsutil.h"
+#include "../gen/source.h"
 
 enum { MAX_REFS = 64, MAX_REF_BYTES = 4 << 20 };
 
