@@ -220,6 +220,15 @@ int cli_load_specs(cli_opts *o, ug_specset *set) {
   char templates[4200];
   snprintf(templates, sizeof templates, "%s/templates", o->data_dir);
   for (int i = 0; i < set->n; i++) {
+    for (int j = 0; j < set->k[i]->npartials; j++) {
+      const ug_partial *pt = &set->k[i]->partials[j];
+      ug_kernel_path kp;
+      char found[4096];
+      ug_kernel_path_init(&kp, set->k[i], templates);
+      if (ug_tmpl_find(&kp.path, pt->file, found, sizeof found) == 0) continue;
+      ug_fail(&d, set->k[i]->path, pt->at, "partial \"%s\" (%s) not found on the template path", pt->file, pt->name);
+      goto fail;
+    }
     for (int j = 0; j < set->k[i]->npasses; j++) {
       const ug_pass *p = &set->k[i]->passes[j];
       ug_kernel_path kp;
