@@ -40,9 +40,10 @@ static int load_partials(L *l, ug_kernel *kn, json_t *f, const ug_jloc *at) {
   const char *name;
   json_t *v;
   json_object_foreach(f, name, v) {
-    const ug_jloc *k = ug_jloc_member(at, name, NULL);
+    ug_loc name_at;
+    const ug_jloc *k = ug_jloc_member(at, name, &name_at);
     ug_partial *p = &kn->partials[kn->npartials++];
-    if (!ug_is_ident(name)) return ug_spec_fail_at(l, k->at, "partial name \"%s\" is not an identifier", name);
+    if (!ug_is_ident(name)) return ug_spec_fail_at(l, name_at, "partial name \"%s\" is not an identifier", name);
     if (!(p->name = strdup(name))) return ug_spec_fail_at(l, k->at, "out of memory");
     if (ug_spec_want(l, v, k, JSON_STRING, "a partial's file") < 0 || get_file_name(l, v, k, "partial", &p->file) < 0)
       return -1;
