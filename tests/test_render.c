@@ -15,7 +15,7 @@
 
 static char tmpdir[256];
 static const char *dirs[2];
-static ug_tmpl_path path = {dirs, 0};
+static ug_tmpl_path path = {dirs, 0, NULL, 0};
 
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
   (void)sb; (void)flag; (void)ftw;
@@ -591,7 +591,7 @@ Test(render, tmpl_find) {
   cr_assert_eq(ug_tmpl_find(&path, "dir.tmpl", out, sizeof out), -1);
   /* empty and NULL directories on the path are skipped */
   const char *d2[3] = {"", NULL, tmpdir};
-  ug_tmpl_path p2 = {d2, 3};
+  ug_tmpl_path p2 = {d2, 3, NULL, 0};
   cr_assert_eq(ug_tmpl_find(&p2, "ok.tmpl", out, sizeof out), 0);
   cr_assert_str_eq(out, want);
   /* a result that does not fit is not found, never truncated */
