@@ -216,17 +216,25 @@ int cli_load_specs(cli_opts *o, ug_specset *set) {
   char shipped[4200];
   snprintf(shipped, sizeof shipped, "%s/specs", o->data_dir);
   if (ug_is_dir(shipped) && ug_specset_add_dir(set, shipped, &d) < 0) goto fail;
-  /* a pass whose template cannot be found is a bad spec: say where */
+  /* a pass whose template or a partial the spec names cannot be found is a
+   * bad spec: say where */
   char templates[4200];
   snprintf(templates, sizeof templates, "%s/templates", o->data_dir);
   for (int i = 0; i < set->n; i++) {
-    for (int j = 0; j < set->k[i]->npasses; j++) {
-      const ug_pass *p = &set->k[i]->passes[j];
-      ug_kernel_path kp;
-      char found[4096];
-      ug_kernel_path_init(&kp, set->k[i], templates);
+    const ug_kernel *k = set->k[i];
+    ug_kernel_path kp;
+    char found[4096];
+    ug_kernel_path_init(&kp, k, templates);
+    for (int j = 0; j < k->npartials; j++) {
+      if (ug_tmpl_find(&kp.path, k->partials[j].file, found, sizeof found) == 0) continue;
+      ug_fail(&d, k->path, k->partials[j].at, "partial \"%s\" (%s) not found on the template path", k->partials[j].file,
+              k->partials[j].name);
+      goto fail;
+    }
+    for (int j = 0; j < k->npasses; j++) {
+      const ug_pass *p = &k->passes[j];
       if (ug_tmpl_find(&kp.path, p->template_name, found, sizeof found) == 0) continue;
-      ug_fail(&d, set->k[i]->path, p->template_at, "template \"%s\" of pass %s not found in %s, %s or %s",
+      ug_fail(&d, k->path, p->template_at, "template \"%s\" of pass %s not found in %s, %s or %s",
               p->template_name, p->name, kp.path.ndirs > 0 ? kp.dirs[0] : "-", kp.path.ndirs > 1 ? kp.dirs[1] : "-",
               kp.path.ndirs > 2 ? kp.dirs[2] : "-");
       goto fail;

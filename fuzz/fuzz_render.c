@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!text) return 0;
   memcpy(text, data, size);
   text[size] = '\0';
-  ug_tmpl_path path = {NULL, 0};
+  ug_tmpl_path path = {NULL, 0, NULL, 0};
   ug_diag d;
   memset(&d, 0, sizeof d);
   char *out = ug_render_text("fuzz.c.tmpl", text, &path, tree, &d);

@@ -197,6 +197,11 @@ static ug_loc loc_of(const source *src, const char *p) {
 
 int ug_tmpl_find(const ug_tmpl_path *path, const char *name, char *out, size_t n) {
   /* names come from validated specs or template tags: no directories */
+  for (int i = 0; i < path->npartials; i++)
+    if (strcmp(name, path->partials[i].name) == 0) {
+      name = path->partials[i].file;
+      break;
+    }
   if (!name[0] || name[0] == '.' || strchr(name, '/')) return -1;
   for (int i = 0; i < path->ndirs; i++) {
     if (!path->dirs[i] || !path->dirs[i][0]) continue;

@@ -46,9 +46,18 @@ ug_value *ug_map_list(ug_value *m, const char *key); /* a new empty list */
 ug_value *ug_map_map(ug_value *m, const char *key);  /* a new empty map */
 ug_value *ug_list_push_map(ug_value *list);          /* a new map at the end */
 
+/* A name a spec gives a partial ("partials"): {{> name}} renders the file,
+ * so templates shared by several kernels take what differs from the spec. */
+typedef struct {
+  const char *name;
+  const char *file;
+} ug_tmpl_partial;
+
 typedef struct {
   const char *const *dirs; /* searched in order for templates and partials */
   int ndirs;
+  const ug_tmpl_partial *partials; /* looked up first by the name asked for; may be NULL */
+  int npartials;
 } ug_tmpl_path;
 
 /* Renders the template file `name` found on the path; malloc'd result. */
@@ -60,7 +69,8 @@ char *ug_render_file_lines(const char *name, const ug_tmpl_path *path, const ug_
 /* Renders text; `name` is used in messages and partials use path. */
 char *ug_render_text(const char *name, const char *text, const ug_tmpl_path *path, const ug_value *ctx, ug_diag *d);
 
-/* The full path of template `name` on the search path, or -1. */
+/* The full path of template `name` (or of the file a partial of the path
+ * names so) on the search path, or -1. */
 int ug_tmpl_find(const ug_tmpl_path *path, const char *name, char *out, size_t n);
 
 #endif

@@ -17,6 +17,9 @@ void ug_kernel_path_init(ug_kernel_path *kp, const ug_kernel *k, const char *shi
   for (int i = 0; i < n; i++) kp->ptrs[i] = kp->dirs[i];
   kp->path.dirs = kp->ptrs;
   kp->path.ndirs = n;
+  for (int i = 0; i < k->npartials; i++) kp->partials[i] = (ug_tmpl_partial){k->partials[i].name, k->partials[i].file};
+  kp->path.partials = kp->partials;
+  kp->path.npartials = k->npartials;
 }
 
 static int add_buffers(ug_value *list, const ug_buffer *bufs, int n, int dtype, int first_index) {

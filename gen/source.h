@@ -9,10 +9,12 @@
 #include "variant.h"
 
 /* Template search path of a kernel: the spec's directory, a templates/
- * directory beside it, then `shipped` (may be NULL). */
+ * directory beside it, then `shipped` (may be NULL); and the spec's
+ * partials. */
 typedef struct {
   char dirs[3][4096];
   const char *ptrs[3];
+  ug_tmpl_partial partials[UG_MAX_PARTIALS];
   ug_tmpl_path path;
 } ug_kernel_path;
 void ug_kernel_path_init(ug_kernel_path *kp, const ug_kernel *k, const char *shipped);

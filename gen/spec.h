@@ -17,7 +17,7 @@
 
 enum { UG_NDTYPES = 3 }; /* f32, f16, bf16: the values of ubg_dtype */
 enum { UG_MAX_VARIANT_NAME = 128 }; /* characters, without the NUL */
-enum { UG_MAX_AXES = 6, UG_MAX_ARGS = 48, UG_MAX_BUFFERS = 16, UG_MAX_STAGES = 8, UG_MAX_RANK = 4 };
+enum { UG_MAX_AXES = 6, UG_MAX_ARGS = 48, UG_MAX_BUFFERS = 16, UG_MAX_STAGES = 8, UG_MAX_RANK = 4, UG_MAX_PARTIALS = 8 };
 /* axis values x tiled x dtypes of one pass, before constraints (the shipped specs have under 2000) */
 enum { UG_MAX_VARIANTS = 100000 };
 
@@ -128,6 +128,14 @@ typedef struct {
 } ug_init;
 
 struct ug_kernel;
+
+/* A partial the spec names: its templates' {{> name}} renders file (a
+ * family of templates shared by kernels takes what differs so). */
+typedef struct {
+  char *name;
+  char *file;
+  ug_loc at; /* of the file name */
+} ug_partial;
 
 typedef struct ug_pass {
   struct ug_kernel *kernel;
@@ -285,6 +293,8 @@ typedef struct ug_kernel {
   char *description;
   char *reference_name; /* "reference": the C file of its double-precision references, or NULL */
   ug_loc reference_at;
+  ug_partial partials[UG_MAX_PARTIALS]; /* "partials": names its templates' {{> name}} tags give files */
+  int npartials;
   ug_composite *composites; /* "composites" */
   int ncomposites;
 } ug_kernel;

@@ -31,6 +31,27 @@ static int get_file_name(L *l, json_t *f, const ug_jloc *k, const char *what, ch
   return 0;
 }
 
+/* "partials": {"activation": "glu_silu.h"}: the name a template's partial
+ * tag uses, and the file beside the spec or among the templates it renders */
+static int load_partials(L *l, ug_kernel *kn, json_t *f, const ug_jloc *at) {
+  if (ug_spec_want(l, f, at, JSON_OBJECT, "\"partials\"") < 0) return -1;
+  if (json_object_size(f) > UG_MAX_PARTIALS)
+    return ug_spec_fail_at(l, at->at, "\"partials\" names %zu partials; at most %d", json_object_size(f), UG_MAX_PARTIALS);
+  const char *name;
+  json_t *v;
+  json_object_foreach(f, name, v) {
+    ug_loc name_at;
+    const ug_jloc *k = ug_jloc_member(at, name, &name_at);
+    ug_partial *p = &kn->partials[kn->npartials++];
+    if (!ug_is_ident(name)) return ug_spec_fail_at(l, name_at, "partial name \"%s\" is not an identifier", name);
+    if (!(p->name = strdup(name))) return ug_spec_fail_at(l, k->at, "out of memory");
+    if (ug_spec_want(l, v, k, JSON_STRING, "a partial's file") < 0 || get_file_name(l, v, k, "partial", &p->file) < 0)
+      return -1;
+    p->at = k->at;
+  }
+  return 0;
+}
+
 static int load_pass(L *l, ug_kernel *kn, ug_pass *p, const char *name, json_t *v, const ug_jloc *at,
                      const kernel_defaults *kd) {
   static const char *const keys[] = {"template", "dtypes", "axes", "tiled", "args", "derived", "constraints", "checks",
@@ -164,8 +185,8 @@ static int load_pass(L *l, ug_kernel *kn, ug_pass *p, const char *name, json_t *
 /* ---- a kernel --------------------------------------------------------- */
 
 static int load_kernel(L *l, ug_kernel *kn, json_t *root, const ug_jloc *at) {
-  static const char *const keys[] = {"ubgen_spec", "kernel", "description", "reference", "safety_margin", "shape",
-                                     "dtypes", "axes", "tiled", "passes", "composites", NULL};
+  static const char *const keys[] = {"ubgen_spec", "kernel", "description", "reference", "partials", "safety_margin",
+                                     "shape", "dtypes", "axes", "tiled", "passes", "composites", NULL};
   if (ug_spec_want(l, root, at, JSON_OBJECT, "a spec") < 0 || ug_spec_check_keys(l, root, at, "the spec", keys) < 0) return -1;
   const ug_jloc *k;
   json_t *f = ug_spec_member(root, at, "ubgen_spec", &k);
@@ -187,6 +208,8 @@ static int load_kernel(L *l, ug_kernel *kn, json_t *root, const ug_jloc *at) {
       return -1;
     kn->reference_at = k->at;
   }
+  f = ug_spec_member(root, at, "partials", &k);
+  if (f && load_partials(l, kn, f, k) < 0) return -1;
   f = ug_spec_member(root, at, "safety_margin", &k);
   if (f) {
     if (ug_spec_get_number(l, f, k, "\"safety_margin\"", &kn->safety_margin) < 0) return -1;
@@ -315,5 +338,9 @@ void ug_spec_free(ug_kernel *k) {
   free(k->text);
   free(k->description);
   free(k->reference_name);
+  for (int i = 0; i < k->npartials; i++) {
+    free(k->partials[i].name);
+    free(k->partials[i].file);
+  }
   free(k);
 }

@@ -15,7 +15,7 @@
 
 static char tmpdir[256];
 static const char *dirs[2];
-static ug_tmpl_path path = {dirs, 0};
+static ug_tmpl_path path = {dirs, 0, NULL, 0};
 
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
   (void)sb; (void)flag; (void)ftw;
@@ -328,6 +328,28 @@ Test(render, partials_follow_the_search_path_in_order) {
   ug_value_free(m);
 }
 
+/* a spec's "partials" name files: a template shared by kernels includes
+ * {{> activation}} and each kernel's spec says which file that is */
+Test(render, partials_a_spec_names) {
+  ug_value *m = sample();
+  write_tmpl("silu.h", "silu{{n}}");
+  write_tmpl("gelu.h", "gelu");
+  const ug_tmpl_partial silu[] = {{"activation", "silu.h"}}, gelu[] = {{"activation", "gelu.h"}};
+  path.partials = silu;
+  path.npartials = 1;
+  renders(m, "[{{> activation}}] {{> gelu.h}}", "[silu42] gelu");
+  path.partials = gelu;
+  renders(m, "[{{> activation}}]", "[gelu]");
+  /* the file a name gives is still a plain name on the search path */
+  const ug_tmpl_partial escape[] = {{"activation", "../silu.h"}};
+  path.partials = escape;
+  fails(m, "{{> activation}}", 1, 1, "partial \"activation\" not found");
+  path.partials = NULL;
+  path.npartials = 0;
+  fails(m, "{{> activation}}", 1, 1, "partial \"activation\" not found");
+  ug_value_free(m);
+}
+
 Test(render, partial_not_found) {
   ug_value *m = sample();
   fails(m, "a\n {{> missing.h}}", 2, 2, "partial \"missing.h\" not found");
@@ -569,7 +591,7 @@ Test(render, tmpl_find) {
   cr_assert_eq(ug_tmpl_find(&path, "dir.tmpl", out, sizeof out), -1);
   /* empty and NULL directories on the path are skipped */
   const char *d2[3] = {"", NULL, tmpdir};
-  ug_tmpl_path p2 = {d2, 3};
+  ug_tmpl_path p2 = {d2, 3, NULL, 0};
   cr_assert_eq(ug_tmpl_find(&p2, "ok.tmpl", out, sizeof out), 0);
   cr_assert_str_eq(out, want);
   /* a result that does not fit is not found, never truncated */
