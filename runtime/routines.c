@@ -1,6 +1,7 @@
-/* The routines' registry, the access to a step's arguments, and the two
- * plainest routines: zero (a tensor to zero bytes) and store (f32 values
- * into a tensor of the call's dtype, rounded to nearest even). */
+/* The routines' registry, the access to a step's arguments, and the
+ * plainest routines: zero (a tensor to zero bytes), store (f32 values into
+ * a tensor of the call's dtype, rounded to nearest even) and convert (n
+ * elements from one tensor to another, each in its own element type). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +9,8 @@
 #include "../templates/prelude.h"
 #include "routine.h"
 
-static const rt_routine *const routines[] = {&rt_routine_zero, &rt_routine_store, &rt_routine_ce_rows,
+static const rt_routine *const routines[] = {&rt_routine_zero,           &rt_routine_store,
+                                             &rt_routine_convert,        &rt_routine_ce_rows,
                                              &rt_routine_gemm_openblas, &rt_routine_gemm_amx};
 
 const rt_routine *rt_routine_find(const char *name) {
@@ -78,3 +80,45 @@ static ubg_status store_run(rt_routine_call *c) {
   return UBG_OK;
 }
 const rt_routine rt_routine_store = {.name = "store", .run = store_run};
+
+/* a bound tensor's element type as a dtype: the call's for T, else f32, f16
+ * or bf16; -1 for any other */
+static int elem_dtype(const rt_routine_call *c, const char *name) {
+  switch (rt_routine_elem(c, name)) {
+  case UG_ELEM_T: return (int)c->dtype;
+  case UG_ELEM_F32: return UBG_F32;
+  case UG_ELEM_F16: return UBG_F16;
+  case UG_ELEM_BF16: return UBG_BF16;
+  default: return -1;
+  }
+}
+
+/* convert: dst [n] := src [n], each in its element type (f32, f16, bf16),
+ * rounded to nearest even where it narrows; nothing where either is null
+ * or they are the very same buffer (a copy onto itself) */
+static ubg_status convert_run(rt_routine_call *c) {
+  void *dst = rt_routine_p(c, "dst");
+  const void *src = rt_routine_p(c, "src");
+  const int64_t n = rt_routine_i(c, "n", 0);
+  const int to = elem_dtype(c, "dst"), from = elem_dtype(c, "src");
+  snprintf(c->variant, sizeof c->variant, "convert");
+  if (!dst || !src || dst == src || n <= 0) return UBG_OK;
+  if (to < 0 || from < 0)
+    return rt_fail(c->ctx, UBG_EINVAL, "%s: convert takes f32, f16 and bf16 tensors only", c->what);
+  const size_t to_bytes = ug_dtype_bytes(to), from_bytes = ug_dtype_bytes(from);
+  if (n > rt_routine_bytes(c, "dst") / (int64_t)to_bytes || n > rt_routine_bytes(c, "src") / (int64_t)from_bytes)
+    return rt_fail(c->ctx, UBG_EINVAL, "%s: convert of %lld elements runs past dst or src", c->what, (long long)n);
+  if (to == from) {
+    memcpy(dst, src, (size_t)n * to_bytes);
+    return UBG_OK;
+  }
+#pragma omp parallel for num_threads(c->ctx->threads) schedule(static)
+  for (int64_t i = 0; i < n; i++) {
+    const float v = from == UBG_F32 ? ((const float *)src)[i] : from == UBG_F16 ? ubg_ld_f16(src, i) : ubg_ld_bf16(src, i);
+    if (to == UBG_F32) ((float *)dst)[i] = v;
+    else if (to == UBG_F16) ubg_st_f16(dst, i, v);
+    else ubg_st_bf16(dst, i, v);
+  }
+  return UBG_OK;
+}
+const rt_routine rt_routine_convert = {.name = "convert", .run = convert_run};

@@ -7,6 +7,7 @@ the one it replaces is kept until the process exits, since another thread
 may be inside a call on it.
 """
 import ctypes
+import struct
 import threading
 
 from . import _lib
@@ -80,26 +81,26 @@ class Context:
         on the CPU, outputs written in place; None for an omitted optional
         tensor; ints and floats. The library checks every buffer's byte
         size against the spec's shape before anything runs."""
-        n = len(args)
-        arr = (_lib.Arg * max(n, 1))()
-        sizes = (ctypes.c_int64 * max(n, 1))()
-        keep = []
-        for i, (name, value) in enumerate(args.items()):
-            key = name.encode()
-            keep.append(key)
-            arr[i].name = key
-            sizes[i] = -1
+        code = _dtype_code(dtype)
+        formats, values, sizes = [], [], []
+        for name, value in args.items():
+            size = -1
             if value is None:
-                arr[i].kind, arr[i].v.p = _lib.ARG_PTR, None
-            elif isinstance(value, bool) or isinstance(value, int):
-                arr[i].kind, arr[i].v.i = _lib.ARG_I64, int(value)
+                kind, value = _lib.ARG_PTR, 0
+            elif isinstance(value, int):  # bool too
+                kind, value = _lib.ARG_I64, int(value)
             elif isinstance(value, float):
-                arr[i].kind, arr[i].v.f = _lib.ARG_F64, value
+                kind = _lib.ARG_F64
             else:
-                arr[i].kind = _lib.ARG_PTR
-                arr[i].v.p, sizes[i] = _buffer(name, value)
-        status = _lib.launch_sized(self.handle, kernel.encode(), pass_.encode(), _dtype_code(dtype), arr, n, sizes)
-        self._check_named(status)
+                kind = _lib.ARG_PTR
+                value, size = _buffer(name, value)
+            formats.append(_lib.ARG_FORMATS[kind])
+            values += (_lib.name_address(name), kind, value)
+            sizes.append(size)
+        n = len(sizes)
+        packed = struct.pack("=" + "".join(formats), *values) if n else bytes(ctypes.sizeof(_lib.Arg))
+        nbytes = struct.pack("=%dq" % n, *sizes) if n else bytes(8)
+        self._check_named(_lib.launch_sized(self.handle, kernel.encode(), pass_.encode(), code, packed, n, nbytes))
 
     def _check_named(self, status):
         if status == _lib.ENOTFOUND:  # no such kernel, pass or variant: the caller's value
@@ -121,10 +122,19 @@ class Context:
 
 def _dtype_code(dtype):
     """"f32", "f16", "bf16", or a torch dtype of one of them"""
-    name = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16"}.get(str(dtype), dtype)
-    if name not in _lib.DTYPE_NAMES:
-        raise ValueError("dtype=%r is not one of f32, f16, bf16 (or their torch dtypes)" % (dtype,))
-    return _lib.DTYPE_NAMES.index(name)
+    code = _lib.dtype_code(dtype)
+    if code is None:
+        raise ValueError("dtype=%r is not one of %s (or their torch dtypes)"
+                         % (dtype, ", ".join(name for name, _ in _lib.DTYPES)))
+    return code
+
+
+# torch gives a tensor without elements the address 0, which the library
+# takes for a missing tensor: an empty tensor or array gets the address of
+# this buffer instead (aligned for every element type; nothing is read or
+# written there)
+_EMPTY = (ctypes.c_double * 8)()
+_EMPTY_ADDRESS = ctypes.addressof(_EMPTY)
 
 
 def _buffer(name, value):
@@ -135,11 +145,12 @@ def _buffer(name, value):
         if not value.is_contiguous():
             raise ValueError("%s: not contiguous (strides %s); pass .contiguous() and read outputs from it"
                              % (name, tuple(value.stride())))
-        return value.data_ptr(), value.numel() * value.element_size()
+        nbytes = value.numel() * value.element_size()
+        return (value.data_ptr() if nbytes else _EMPTY_ADDRESS), nbytes
     if hasattr(value, "__array_interface__") and hasattr(value, "flags"):  # a numpy array
         if not value.flags["C_CONTIGUOUS"]:
             raise ValueError("%s: not C-contiguous" % name)
-        return value.__array_interface__["data"][0], value.nbytes
+        return (value.__array_interface__["data"][0] if value.nbytes else _EMPTY_ADDRESS), value.nbytes
     raise TypeError("%s: %s is not a tensor, an array, None, an int or a float" % (name, type(value).__name__))
 
 

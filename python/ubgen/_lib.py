@@ -8,16 +8,24 @@ the length of every call, so several Python threads run kernels at once.
 import ctypes
 import os
 
-F32, F16, BF16 = 0, 1, 2
-DTYPE_NAMES = ("f32", "f16", "bf16")
+# The library's dtypes (ubg_dtype), by code: the name the library and its
+# specs use, and torch's name for it. The one table of them in the package.
+DTYPES = (("f32", "torch.float32"), ("f16", "torch.float16"), ("bf16", "torch.bfloat16"))
+_DTYPE_CODES = {name: code for code, names in enumerate(DTYPES) for name in names}
+
+
+def dtype_code(dtype):
+    """the ubg_dtype of "f32", "f16", "bf16" or a torch dtype of one of
+    them; None for anything else"""
+    return _DTYPE_CODES.get(str(dtype))
+
 
 OK, EINVAL, ERANGE, EUB, ENOMEM, ECOMPILE, ENOTFOUND, EIO = range(8)
 BACKENDS = {"auto": 0, "aot": 1, "tcc": 2, "gcc": 3}
-CASTINGS = {"llama": 0, "gemma": 1, "none": 2}
-REDUCTIONS = {"mean": 0, "sum": 1, "none": 2}
 
 
 class Config(ctypes.Structure):
+    """ubg_config"""
     _fields_ = [
         ("ub_bytes", ctypes.c_size_t),
         ("safety_margin", ctypes.c_double),
@@ -32,49 +40,43 @@ class Config(ctypes.Structure):
 ARG_PTR, ARG_I64, ARG_F64 = 0, 1, 2
 
 
-class _ArgValue(ctypes.Union):
+class ArgValue(ctypes.Union):
+    """ubg_arg's v"""
     _fields_ = [("p", ctypes.c_void_p), ("i", ctypes.c_int64), ("f", ctypes.c_double)]
 
 
 class Arg(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("kind", ctypes.c_int), ("v", _ArgValue)]
+    """ubg_arg: one named argument of ubg_launch"""
+    _fields_ = [("name", ctypes.c_char_p), ("kind", ctypes.c_int), ("v", ArgValue)]
 
 
-class FlceOpts(ctypes.Structure):
-    _fields_ = [
-        ("ignore_index", ctypes.c_int64),
-        ("label_smoothing", ctypes.c_float),
-        ("lse_square_scale", ctypes.c_float),
-        ("softcap", ctypes.c_float),
-        ("reduction", ctypes.c_int),
-        ("ce_weight", ctypes.c_void_p),
-        ("bias", ctypes.c_void_p),
-        ("grad_output", ctypes.c_void_p),
-        ("token_scaling", ctypes.c_int),
-        ("accum_dtype", ctypes.c_int),
-    ]
+def _arg_formats():
+    """struct formats of one Arg per kind (name, kind, v), laid out at Arg's
+    offsets: a call's arguments are packed in one struct.pack, several
+    times faster than filling ctypes fields one by one"""
+    ptr = {4: "I", 8: "Q"}[ctypes.sizeof(ctypes.c_void_p)]
+
+    def pad(n):
+        return "%dx" % n if n else ""
+
+    kind_end = Arg.kind.offset + ctypes.sizeof(ctypes.c_int)
+    head = ptr + pad(Arg.kind.offset - ctypes.sizeof(ctypes.c_void_p)) + "i" + pad(Arg.v.offset - kind_end)
+    tail = pad(ctypes.sizeof(Arg) - Arg.v.offset - 8)
+    return {ARG_PTR: head + ptr + tail, ARG_I64: head + "q" + tail, ARG_F64: head + "d" + tail}
 
 
-class FlceOut(ctypes.Structure):
-    _fields_ = [
-        ("loss", ctypes.c_void_p),
-        ("z_loss", ctypes.c_void_p),
-        ("argmax", ctypes.c_void_p),
-        ("dx", ctypes.c_void_p),
-        ("dweight", ctypes.c_void_p),
-        ("dbias", ctypes.c_void_p),
-        ("token_accuracy", ctypes.c_void_p),
-    ]
+ARG_FORMATS = _arg_formats()
+_names = {}
 
 
-class CeOut(ctypes.Structure):
-    _fields_ = [
-        ("loss", ctypes.c_void_p),
-        ("z_loss", ctypes.c_void_p),
-        ("argmax", ctypes.c_void_p),
-        ("token_accuracy", ctypes.c_void_p),
-        ("dlogits", ctypes.c_void_p),
-    ]
+def name_address(name):
+    """the address of name's UTF-8 bytes, kept for the life of the process
+    (a spec's argument names are few)"""
+    entry = _names.get(name)
+    if entry is None:
+        b = name.encode()
+        entry = _names.setdefault(name, (b, ctypes.cast(ctypes.c_char_p(b), ctypes.c_void_p).value))
+    return entry[1]
 
 
 def _candidates():
@@ -108,8 +110,6 @@ def _load():
 lib, LIB_PATH = _load()
 
 _p = ctypes.c_void_p
-_i64 = ctypes.c_int64
-_f = ctypes.c_float
 _int = ctypes.c_int
 
 
@@ -127,21 +127,9 @@ ctx_last_variant = _proto("ubg_ctx_last_variant", [_p], ctypes.c_char_p)
 status_str = _proto("ubg_status_str", [_int], ctypes.c_char_p)
 set_variant = _proto("ubg_set_variant", [_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p])
 prepare = _proto("ubg_prepare", [_p, ctypes.c_char_p, ctypes.c_char_p, _int, ctypes.c_char_p])
-launch_sized = _proto("ubg_launch_sized", [_p, ctypes.c_char_p, ctypes.c_char_p, _int, ctypes.POINTER(Arg),
-                                           ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64)])
-rms_norm_fwd = _proto("ubg_rms_norm_fwd", [_p, _int, _i64, _i64, _p, _p, _f, _f, _int, _p, _p])
-rms_norm_bwd = _proto("ubg_rms_norm_bwd", [_p, _int, _i64, _i64, _p, _p, _p, _p, _f, _int, _p, _p])
-embedding_fwd = _proto("ubg_embedding_fwd", [_p, _int, _i64, _i64, _p, _i64, _p, _p])
-embedding_bwd = _proto("ubg_embedding_bwd", [_p, _int, _i64, _i64, _i64, _p, _p, _i64, _p])
-attn_res_fwd = _proto("ubg_attn_res_fwd", [_p, _int, _i64, _i64, _i64, _p, _p, _p, _f, _p, _p, _p])
-attn_res_bwd = _proto("ubg_attn_res_bwd", [_p, _int, _i64, _i64, _i64, _p, _p, _p, _p, _p, _p, _p, _p, _p])
-flce_opts_init = _proto("ubg_flce_opts_init", [ctypes.POINTER(FlceOpts)], None)
-flce = _proto(
-    "ubg_flce", [_p, _int, _i64, _i64, _i64, _p, _p, _p, ctypes.POINTER(FlceOpts), ctypes.POINTER(FlceOut)]
-)
-cross_entropy = _proto(
-    "ubg_cross_entropy", [_p, _int, _i64, _i64, _p, _p, ctypes.POINTER(FlceOpts), ctypes.POINTER(CeOut)]
-)
+# args and nbytes: packed Arg and int64 arrays (bytes, which the library only reads)
+launch_sized = _proto("ubg_launch_sized", [_p, ctypes.c_char_p, ctypes.c_char_p, _int, ctypes.c_char_p,
+                                           ctypes.c_size_t, ctypes.c_char_p])
 
 
 class UbgenError(RuntimeError):

@@ -1,6 +1,7 @@
-"""Tensors to C arguments: checks that name the argument, dtype codes,
-pointers, and the outputs' memory. A check fails before any call, so a
-refused op writes nothing."""
+"""Tensors to the library's arguments: checks that name the argument, the
+launch by spec names, and the outputs' memory. A check fails before any
+call, so a refused op writes nothing."""
+import ctypes
 import mmap
 import os
 import sys
@@ -11,12 +12,10 @@ import torch
 from .. import _lib
 from .._context import context
 
-DTYPES = {torch.float32: _lib.F32, torch.float16: _lib.F16, torch.bfloat16: _lib.BF16}
-
 
 def dtype_code(name, t):
     """the library's dtype of float tensor t (TypeError for any other)"""
-    code = DTYPES.get(t.dtype)
+    code = _lib.dtype_code(t.dtype)
     if code is None:
         raise TypeError("%s has dtype %s; ubgen takes torch.float32, torch.float16 or torch.bfloat16" % (name, t.dtype))
     return code
@@ -43,19 +42,6 @@ def same_dtype(name, t, dtype):
     return t if t is None or t.dtype == dtype else t.to(dtype)
 
 
-# torch gives a tensor without elements the address 0, which the library
-# takes for a missing tensor: such a tensor gets the address of this one
-# instead (aligned for every element type; nothing is read or written there)
-_EMPTY = torch.empty(8, dtype=torch.float64)
-
-
-def ptr(t):
-    """the address of t's data; None for None"""
-    if t is None:
-        return None
-    return t.data_ptr() if t.numel() else _EMPTY.data_ptr()
-
-
 def indices(name, t):
     """an index tensor as contiguous int64"""
     if not isinstance(t, torch.Tensor):
@@ -77,11 +63,15 @@ def choice(name, value, table):
     raise ValueError("%s=%r is not one of %s" % (name, value, ", ".join(repr(k) for k in table)))
 
 
-def call(fn, *args):
-    """fn(ctx, *args) on the process context; raises with its message"""
-    ctx = context()
-    ctx.check(fn(ctx.handle, *args))
-    return ctx
+def f32(x):
+    """x rounded to float32: a float argument as the kernels take it"""
+    return ctypes.c_float(x).value
+
+
+def launch(kernel, pass_, dtype, **args):
+    """kernel.pass_ (a spec's pass or composite op) on the process context,
+    arguments by the spec's names; raises with the library's message"""
+    context().launch(kernel, pass_, dtype, **args)
 
 
 # Outputs of 2 MiB and more live in private anonymous mappings advised
@@ -91,7 +81,6 @@ def call(fn, *args):
 # of its time in page faults (8192 of them with 4 KiB pages). The pool
 # keeps at most pool_limit() bytes; empty_cache() returns the free ones.
 _HUGE = 2 << 20
-_ELEM_BYTES = {torch.float32: 4, torch.float16: 2, torch.bfloat16: 2, torch.int64: 8}
 _pool = {}  # mapping bytes -> [mmap]
 _pool_bytes = 0
 _pool_limit = int(os.environ.get("UBGEN_PY_POOL_BYTES", 2 << 30))
@@ -136,7 +125,7 @@ def empty(shape, dtype):
     n = 1
     for d in shape:
         n *= d
-    nbytes = n * _ELEM_BYTES[dtype]
+    nbytes = n * dtype.itemsize
     if nbytes < _HUGE:
         return torch.empty(shape, dtype=dtype)
     size = (nbytes + 2 * _HUGE - 1) // _HUGE * _HUGE  # room to start on a 2 MiB boundary

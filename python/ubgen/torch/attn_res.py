@@ -6,7 +6,6 @@ blocks, keyed by each block's RMSNorm, forward and backward in one place.
 """
 import torch
 
-from .. import _lib
 from . import _util
 
 
@@ -14,7 +13,7 @@ class AttnResFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, V, w_query, w_norm, eps=1e-6):
         Vc = _util.tensor("V", V, min_ndim=2)
-        dt = _util.dtype_code("V", Vc)
+        _util.dtype_code("V", Vc)
         N, D = Vc.shape[0], Vc.shape[-1]
         tokens = Vc.numel() // (N * D) if N * D else 0
         wq = _util.same_dtype("w_query", _util.tensor("w_query", w_query, ndim=1), Vc.dtype)
@@ -25,22 +24,22 @@ class AttnResFunction(torch.autograd.Function):
         out = _util.empty(tuple(Vc.shape[1:]), Vc.dtype)
         alpha = _util.empty((tokens * N,), torch.float32)
         rstd = _util.empty((tokens * N,), torch.float32)
-        _util.call(_lib.attn_res_fwd, dt, N, tokens, D, _util.ptr(Vc), _util.ptr(wq), _util.ptr(wn), float(eps),
-                   _util.ptr(out), _util.ptr(alpha), _util.ptr(rstd))
+        _util.launch("attn_res", "fwd", Vc.dtype, v=Vc, w_query=wq, w_norm=wn, out=out, alpha=alpha, rstd=rstd,
+                     nblocks=N, tokens=tokens, dim=D, eps=_util.f32(eps))
         ctx.save_for_backward(Vc, wq, wn, alpha, rstd)
-        ctx.meta = (dt, N, tokens, D, w_query.dtype, w_norm.dtype)
+        ctx.meta = (N, tokens, D, w_query.dtype, w_norm.dtype)
         return out
 
     @staticmethod
     def backward(ctx, dout):
         Vc, wq, wn, alpha, rstd = ctx.saved_tensors
-        dt, N, tokens, D, wq_dtype, wn_dtype = ctx.meta
+        N, tokens, D, wq_dtype, wn_dtype = ctx.meta
         g = _util.same_dtype("dout", _util.tensor("dout", dout), Vc.dtype)
         dV = _util.empty_like(Vc)
         dwq = _util.empty((D,), Vc.dtype)
         dwn = _util.empty((D,), Vc.dtype)
-        _util.call(_lib.attn_res_bwd, dt, N, tokens, D, _util.ptr(g), _util.ptr(Vc), _util.ptr(wq), _util.ptr(wn),
-                   _util.ptr(alpha), _util.ptr(rstd), _util.ptr(dV), _util.ptr(dwq), _util.ptr(dwn))
+        _util.launch("attn_res", "bwd", Vc.dtype, dout=g, v=Vc, w_query=wq, w_norm=wn, alpha=alpha, rstd=rstd, dv=dV,
+                     dw_query=dwq, dw_norm=dwn, nblocks=N, tokens=tokens, dim=D)
         return dV, dwq.to(wq_dtype), dwn.to(wn_dtype), None
 
 

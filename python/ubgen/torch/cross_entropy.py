@@ -12,43 +12,37 @@ with reduction "none" is the exception: a per-row grad_output must enter
 each row's logits gradient before dweight sums over rows, so its backward
 runs the op again with grad_output (docs/python.md).
 """
-import ctypes
-
 import torch
 
 from .. import _lib
 from . import _util
 
+REDUCTIONS = {"mean": 0, "sum": 1, "none": 2}  # the spec's reduction values
+NONE = REDUCTIONS["none"]
+
 
 def _options(dtype, ignore_index, lse_square_scale, label_smoothing, reduction, softcap, ce_weight, bias,
              use_token_scaling, vocab):
-    o = _lib.FlceOpts()
-    _lib.flce_opts_init(ctypes.byref(o))
-    o.ignore_index = int(ignore_index)
-    o.lse_square_scale = float(lse_square_scale)
-    o.label_smoothing = float(label_smoothing)
-    o.reduction = _util.choice("reduction", reduction, _lib.REDUCTIONS)
-    o.softcap = 0.0 if softcap is None else float(softcap)
-    if softcap is not None and not o.softcap > 0:
+    """the options as the spec's arguments (floats rounded to float32, as
+    the kernels take them)"""
+    if softcap is not None and not _util.f32(softcap) > 0:
         raise ValueError("softcap=%r must be None or a positive number" % (softcap,))
-    o.token_scaling = 1 if use_token_scaling else 0
-    keep = []
+    o = dict(ignore_index=int(ignore_index), lse_square_scale=_util.f32(lse_square_scale),
+             label_smoothing=_util.f32(label_smoothing), reduction=_util.choice("reduction", reduction, REDUCTIONS),
+             softcap=0.0 if softcap is None else _util.f32(softcap), token_scaling=1 if use_token_scaling else 0)
     if ce_weight is not None:
         cw = _util.tensor("ce_weight", ce_weight, ndim=1)
         if not torch.is_floating_point(cw):
             raise TypeError("ce_weight has dtype %s; a floating point tensor is needed" % (cw.dtype,))
         if cw.shape[0] != vocab:
             raise ValueError("ce_weight has shape %s, but there are %d classes" % (tuple(cw.shape), vocab))
-        cw = cw.to(torch.float32).contiguous()  # the library's class weights are f32 for every dtype
-        keep.append(cw)
-        o.ce_weight = _util.ptr(cw)
+        o["ce_weight"] = cw.to(torch.float32).contiguous()  # the library's class weights are f32 for every dtype
     if bias is not None:
         b = _util.same_dtype("bias", _util.tensor("bias", bias, ndim=1), dtype).contiguous()
         if b.shape[0] != vocab:
             raise ValueError("bias has shape %s, but there are %d classes" % (tuple(b.shape), vocab))
-        keep.append(b)
-        o.bias = _util.ptr(b)
-    return o, keep
+        o["bias"] = b
+    return o
 
 
 def _flags(return_z_loss, return_token_accuracy, return_predicted_tokens):
@@ -59,7 +53,7 @@ def _flags(return_z_loss, return_token_accuracy, return_predicted_tokens):
 
 
 def _per_row_outputs(reduction, bt, return_z_loss, return_token_accuracy):
-    n = bt if reduction == _lib.REDUCTIONS["none"] else 1
+    n = bt if reduction == NONE else 1
     loss = _util.empty((n,), torch.float32)
     z = _util.empty((n,), torch.float32) if return_z_loss else None
     acc = _util.empty((n,), torch.float32) if return_token_accuracy else None
@@ -67,7 +61,7 @@ def _per_row_outputs(reduction, bt, return_z_loss, return_token_accuracy):
 
 
 def _shape_loss(t, reduction):
-    return t if t is None or reduction == _lib.REDUCTIONS["none"] else t.view(())
+    return t if t is None or reduction == NONE else t.view(())
 
 
 def _target(target, bt):
@@ -78,20 +72,15 @@ def _target(target, bt):
 
 
 def _flce_call(x, w, t, opts, want, grad_rows=None):
-    """one ubg_flce call; want: which of dx, dweight, dbias to compute"""
+    """one run of flce.chunk; want: which of dx, dweight, dbias to compute"""
     bt, H = x.shape
     V = w.shape[0]
-    dt = _util.dtype_code("_input", x)
-    loss, z, acc, am = want["loss"], want["z"], want["acc"], want["am"]
     dx = _util.empty_like(x) if want["dx"] else None
     dw = _util.empty_like(w) if want["dw"] else None
     db = _util.empty((V,), x.dtype) if want["db"] else None
-    if grad_rows is not None:
-        opts.grad_output = _util.ptr(grad_rows)
-    out = _lib.FlceOut(_util.ptr(loss), _util.ptr(z), _util.ptr(am), _util.ptr(dx), _util.ptr(dw), _util.ptr(db),
-                       _util.ptr(acc))
-    _util.call(_lib.flce, dt, bt, H, V, _util.ptr(x), _util.ptr(w), _util.ptr(t), ctypes.byref(opts),
-               ctypes.byref(out))
+    _util.launch("flce", "chunk", x.dtype, x=x, weight=w, target=t, grad_output=grad_rows, loss=want["loss"],
+                 z_loss=want["z"], argmax=want["am"], token_accuracy=want["acc"], dx=dx, dweight=dw, dbias=db, bt=bt,
+                 hidden=H, vocab=V, **opts)
     return dx, dw, db
 
 
@@ -104,7 +93,7 @@ def _accum_dtype(accum_dtype, dtype):
     if accum_dtype not in (torch.float32, dtype):
         raise ValueError("accum_dtype=%s: the sums are kept in torch.float32 or in the input's dtype %s"
                          % (accum_dtype, dtype))
-    return _util.DTYPES[accum_dtype]
+    return _lib.dtype_code(accum_dtype)
 
 
 class FusedLinearCrossEntropyFunction(torch.autograd.Function):
@@ -120,21 +109,21 @@ class FusedLinearCrossEntropyFunction(torch.autograd.Function):
             raise ValueError("weight has shape %s, but _input has %d columns" % (tuple(w.shape), x.shape[1]))
         bt = x.shape[0]
         t = _target(target, bt)
-        opts, keep = _options(x.dtype, ignore_index, lse_square_scale, label_smoothing, reduction, softcap,
-                              ce_weight, bias, use_token_scaling, w.shape[0])
-        opts.accum_dtype = _accum_dtype(accum_dtype, x.dtype)
-        red = opts.reduction
+        opts = _options(x.dtype, ignore_index, lse_square_scale, label_smoothing, reduction, softcap, ce_weight, bias,
+                        use_token_scaling, w.shape[0])
+        opts["accum_dtype"] = _accum_dtype(accum_dtype, x.dtype)
+        red = opts["reduction"]
         loss, z, acc = _per_row_outputs(red, bt, return_z_loss, return_token_accuracy)
         am = _util.empty((bt,), torch.int64) if return_predicted_tokens else None
         grads = dict(dx=_input.requires_grad, dw=weight.requires_grad,
                      db=bias is not None and bias.requires_grad)
         # "none": grad_output is per row and must enter before the sums over rows
-        defer = red == _lib.REDUCTIONS["none"] and any(grads.values())
+        defer = red == NONE and any(grads.values())
         want = dict(loss=loss, z=z, acc=acc, am=am, **({k: False for k in grads} if defer else grads))
         dx, dw, db = _flce_call(x, w, t, opts, want)
         if defer:
-            ctx.save_for_backward(x, w, t, *keep)
-            ctx.opts = opts
+            ctx.save_for_backward(x, w, t)
+            ctx.opts = opts  # holds the f32 ce_weight and the bias the call took
         else:
             ctx.save_for_backward(dx, dw, db)
         ctx.defer, ctx.grads = defer, grads
@@ -148,7 +137,7 @@ class FusedLinearCrossEntropyFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_output, *unused):
         if ctx.defer:
-            x, w, t, *keep = ctx.saved_tensors
+            x, w, t = ctx.saved_tensors
             g = grad_output.detach().to(torch.float32).contiguous().view(-1)
             bt = x.shape[0]
             want = dict(loss=_util.empty((bt,), torch.float32), z=None, acc=None, am=None, **ctx.grads)
@@ -187,18 +176,17 @@ class CrossEntropyFunction(torch.autograd.Function):
                 return_predicted_tokens=False):
         _flags(return_z_loss, return_token_accuracy, return_predicted_tokens)
         logits = _util.tensor("_input", _input, ndim=2)
-        dt = _util.dtype_code("_input", logits)
+        _util.dtype_code("_input", logits)
         bt, V = logits.shape
         t = _target(target, bt)
-        opts, keep = _options(logits.dtype, ignore_index, lse_square_scale, label_smoothing, reduction, softcap,
-                              weight, None, False, V)
-        red = opts.reduction
+        opts = _options(logits.dtype, ignore_index, lse_square_scale, label_smoothing, reduction, softcap, weight, None,
+                        False, V)
+        red = opts["reduction"]
         loss, z, acc = _per_row_outputs(red, bt, return_z_loss, return_token_accuracy)
         am = _util.empty((bt,), torch.int64) if return_predicted_tokens else None
         dl = _util.empty_like(logits) if _input.requires_grad else None
-        out = _lib.CeOut(_util.ptr(loss), _util.ptr(z), _util.ptr(am), _util.ptr(acc), _util.ptr(dl))
-        _util.call(_lib.cross_entropy, dt, bt, V, _util.ptr(logits), _util.ptr(t), ctypes.byref(opts),
-                   ctypes.byref(out))
+        _util.launch("flce", "cross_entropy", logits.dtype, logits=logits, target=t, loss=loss, z_loss=z, argmax=am,
+                     token_accuracy=acc, dlogits=dl, bt=bt, vocab=V, **opts)
         ctx.save_for_backward(dl)
         # as Liger's cross entropy: loss and z-loss in the input's dtype
         loss = loss.to(_input.dtype)
@@ -236,7 +224,7 @@ class FusedLinearCrossEntropyLoss(torch.nn.Module):
         super().__init__()
         if not 0.0 <= label_smoothing <= 1.0:
             raise ValueError("label_smoothing=%r is outside [0, 1]" % (label_smoothing,))
-        _util.choice("reduction", reduction, _lib.REDUCTIONS)
+        _util.choice("reduction", reduction, REDUCTIONS)
         self.ce_weight, self.ignore_index, self.lse_square_scale = ce_weight, ignore_index, lse_square_scale
         self.label_smoothing, self.reduction, self.softcap = label_smoothing, reduction, softcap
         self.return_z_loss, self.accum_dtype, self.use_token_scaling = return_z_loss, accum_dtype, use_token_scaling
@@ -255,7 +243,7 @@ class CrossEntropyLoss(torch.nn.Module):
         super().__init__()
         if not 0.0 <= label_smoothing <= 1.0:
             raise ValueError("label_smoothing=%r is outside [0, 1]" % (label_smoothing,))
-        _util.choice("reduction", reduction, _lib.REDUCTIONS)
+        _util.choice("reduction", reduction, REDUCTIONS)
         self.weight, self.ignore_index, self.lse_square_scale = weight, ignore_index, lse_square_scale
         self.label_smoothing, self.reduction, self.softcap = label_smoothing, reduction, softcap
         self.return_z_loss, self.return_token_accuracy = return_z_loss, return_token_accuracy

@@ -6,7 +6,6 @@
 """
 import torch
 
-from .. import _lib
 from . import _util
 
 
@@ -25,25 +24,26 @@ class EmbeddingFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, weight, indices, padding_idx=None):
         table = _util.tensor("weight", weight, ndim=2)
-        dt = _util.dtype_code("weight", table)
+        _util.dtype_code("weight", table)
         V, D = table.shape
         pad = _padding(padding_idx, V)
         idx = _util.indices("indices", indices).view(-1)
         n = idx.shape[0]
         out = _util.empty((n, D), table.dtype)
-        _util.call(_lib.embedding_fwd, dt, V, D, _util.ptr(table), n, _util.ptr(idx), _util.ptr(out))
+        _util.launch("embedding", "fwd", table.dtype, table=table, indices=idx, out=out, num_embeddings=V, dim=D, n=n)
         ctx.save_for_backward(idx)
-        ctx.meta = (dt, V, D, pad, table.dtype)
+        ctx.meta = (V, D, pad, table.dtype)
         return out.view(*indices.shape, D)
 
     @staticmethod
     def backward(ctx, dout):
         (idx,) = ctx.saved_tensors
-        dt, V, D, pad, dtype = ctx.meta
+        V, D, pad, dtype = ctx.meta
         n = idx.shape[0]
         g = _util.same_dtype("dout", _util.tensor("dout", dout), dtype).reshape(n, D)
         dtable = _util.empty((V, D), dtype)
-        _util.call(_lib.embedding_bwd, dt, V, D, n, _util.ptr(idx), _util.ptr(g), pad, _util.ptr(dtable))
+        _util.launch("embedding", "bwd", dtype, indices=idx, dout=g, dtable=dtable, num_embeddings=V, dim=D, n=n,
+                     padding_idx=pad)
         return dtable, None, None
 
 

@@ -7,11 +7,10 @@
     backward: da, db [..., I]
 
 and the MLPs around them: down(act(gate(x), up(x))), Linear layers without
-bias. Both ops go through ubgen.launch, by their spec names.
+bias.
 """
 import torch
 
-from .. import _context
 from . import _util
 
 
@@ -36,8 +35,8 @@ class _GLUFunction(torch.autograd.Function):
         cols = a.shape[-1]
         rows = a.numel() // cols if cols else 0
         c = _util.empty(tuple(a.shape), a.dtype)
-        if a.numel():  # an empty tensor's address is 0, which the library takes for a missing one
-            _context.context().launch(cls.KERNEL, "fwd", a.dtype, a=a, b=b, c=c, rows=rows, cols=cols, **extra)
+        if a.numel():  # nothing to compute, and a last dimension of 0 is not a spec's shape
+            _util.launch(cls.KERNEL, "fwd", a.dtype, a=a, b=b, c=c, rows=rows, cols=cols, **extra)
         ctx.save_for_backward(a, b)
         ctx.meta = (shape, rows, cols, extra)
         return c.view(shape)
@@ -49,8 +48,7 @@ class _GLUFunction(torch.autograd.Function):
         dc = _util.same_dtype("dc", _util.tensor("dc", dc), a.dtype).reshape(a.shape)
         da, db = _util.empty(tuple(a.shape), a.dtype), _util.empty(tuple(a.shape), a.dtype)
         if a.numel():
-            _context.context().launch(cls.KERNEL, "bwd", a.dtype, dc=dc, a=a, b=b, da=da, db=db, rows=rows, cols=cols,
-                                      **extra)
+            _util.launch(cls.KERNEL, "bwd", a.dtype, dc=dc, a=a, b=b, da=da, db=db, rows=rows, cols=cols, **extra)
         return da.view(shape), db.view(shape)
 
 

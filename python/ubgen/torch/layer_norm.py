@@ -4,12 +4,9 @@
     Y = (X - mean) rstd W + B, mean and rstd per row in f32 (biased variance)
     backward: dX [..., H], dW [H], dB [H] (summed over the rows in f32, in a
     fixed order)
-
-Through ubgen.launch, by the spec's names.
 """
 import torch
 
-from .. import _context
 from . import _util
 
 
@@ -29,8 +26,8 @@ class LayerNormFunction(torch.autograd.Function):
         y = _util.empty(tuple(x.shape), x.dtype)
         mean, rstd = torch.empty(rows), torch.empty(rows)
         if x.numel():
-            _context.context().launch("layer_norm", "fwd", x.dtype, x=x, w=w, b=b, y=y, mean=mean, rstd=rstd,
-                                      rows=rows, cols=H, eps=float(eps))
+            _util.launch("layer_norm", "fwd", x.dtype, x=x, w=w, b=b, y=y, mean=mean, rstd=rstd, rows=rows, cols=H,
+                         eps=float(eps))
         ctx.save_for_backward(x, w, mean, rstd)
         ctx.meta = (X.shape, W.dtype, B.dtype)
         return y.view(X.shape)
@@ -45,8 +42,8 @@ class LayerNormFunction(torch.autograd.Function):
         dx = _util.empty(tuple(x.shape), x.dtype)
         dw, db = torch.zeros(H, dtype=x.dtype), torch.zeros(H, dtype=x.dtype)
         if x.numel():
-            _context.context().launch("layer_norm", "bwd", x.dtype, dy=dy, x=x, w=w, mean=mean, rstd=rstd, dx=dx,
-                                      dw=dw, db=db, rows=rows, cols=H)
+            _util.launch("layer_norm", "bwd", x.dtype, dy=dy, x=x, w=w, mean=mean, rstd=rstd, dx=dx, dw=dw, db=db,
+                         rows=rows, cols=H)
         return dx.view(shape), dw.to(w_dtype), db.to(b_dtype), None
 
 

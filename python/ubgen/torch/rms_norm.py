@@ -6,15 +6,16 @@
 """
 import torch
 
-from .. import _lib
 from . import _util
+
+CASTINGS = {"llama": 0, "gemma": 1, "none": 2}  # the spec's casting values
 
 
 class RMSNormFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, X, W, eps=1e-6, offset=0.0, casting_mode="llama", in_place=True, row_mode=None):
         X2 = _util.tensor("X", X, min_ndim=1)
-        dt = _util.dtype_code("X", X2)
+        _util.dtype_code("X", X2)
         H = X2.shape[-1]
         X2 = X2.view(-1, H)
         Wc = None
@@ -22,27 +23,28 @@ class RMSNormFunction(torch.autograd.Function):
             Wc = _util.same_dtype("W", _util.tensor("W", W, ndim=1), X2.dtype)
             if Wc.shape[0] != H:
                 raise ValueError("W has shape %s, but X's last dimension is %d" % (tuple(W.shape), H))
-        casting = _util.choice("casting_mode", casting_mode, _lib.CASTINGS)
+        casting = _util.choice("casting_mode", casting_mode, CASTINGS)
         rows = X2.shape[0]
         Y = _util.empty_like(X2)
         rstd = _util.empty((rows,), torch.float32)
-        _util.call(_lib.rms_norm_fwd, dt, rows, H, _util.ptr(X2), _util.ptr(Wc), float(eps), float(offset), casting,
-                   _util.ptr(Y), _util.ptr(rstd))
+        offset = _util.f32(offset)
+        _util.launch("rms_norm", "fwd", X2.dtype, x=X2, w=Wc, y=Y, rstd=rstd, rows=rows, cols=H, eps=_util.f32(eps),
+                     offset=offset, casting=casting)
         ctx.save_for_backward(X2, Wc, rstd)
-        ctx.meta = (X.shape, dt, float(offset), casting, bool(in_place), W.dtype if W is not None else None)
+        ctx.meta = (X.shape, offset, casting, bool(in_place), W.dtype if W is not None else None)
         return Y.view(X.shape)
 
     @staticmethod
     def backward(ctx, dY):
         X2, Wc, rstd = ctx.saved_tensors
-        shape, dt, offset, casting, in_place, w_dtype = ctx.meta
+        shape, offset, casting, in_place, w_dtype = ctx.meta
         rows, H = X2.shape
         dY2 = _util.same_dtype("dY", _util.tensor("dY", dY), X2.dtype).reshape(rows, H)
         # in_place: dX overwrites dY's memory (Liger's default, to save memory)
         dX = dY2 if in_place else _util.empty_like(dY2)
         dW = _util.empty((H,), X2.dtype) if Wc is not None else None
-        _util.call(_lib.rms_norm_bwd, dt, rows, H, _util.ptr(dY2), _util.ptr(X2), _util.ptr(Wc), _util.ptr(rstd),
-                   offset, casting, _util.ptr(dX), _util.ptr(dW))
+        _util.launch("rms_norm", "bwd", X2.dtype, dy=dY2, x=X2, w=Wc, rstd=rstd, dx=dX, dw=dW, rows=rows, cols=H,
+                     offset=offset, casting=casting)
         if dW is not None and dW.dtype != w_dtype:
             dW = dW.to(w_dtype)
         return dX.view(shape), dW, None, None, None, None, None
@@ -58,7 +60,7 @@ class RMSNorm(torch.nn.Module):
         super().__init__()
         if init_fn not in ("ones", "zeros"):
             raise ValueError("init_fn=%r is not 'ones' or 'zeros'" % (init_fn,))
-        _util.choice("casting_mode", casting_mode, _lib.CASTINGS)
+        _util.choice("casting_mode", casting_mode, CASTINGS)
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
             fill = torch.ones if init_fn == "ones" else torch.zeros

@@ -4,11 +4,8 @@ runs ubgen's CE pass (flce.ce) on CPU tensors with the same keyword
 arguments: X_ptr's rows are replaced by their gradient (HAS_GRADIENTS), each
 row's loss goes to loss_ptr, scaled for reduction "mean" by n_non_ignore
 (or sum_non_ignore_weight with weights)."""
-import ctypes
-
 import torch
 
-from ... import _lib
 from ...torch import _util
 from ...torch.cross_entropy import CrossEntropyFunction as LigerCrossEntropyFunction
 
@@ -27,26 +24,13 @@ def _launch(n_rows, X_ptr, Y_ptr, loss_ptr, n_cols, n_non_ignore, ignore_index, 
     mean = reduction == "mean"
     cw = weight_ptr.to(torch.float32).contiguous() if HAS_WEIGHT else None
     scale_w = 1.0 / float(sum_non_ignore_weight) if mean and HAS_WEIGHT else 1.0
-    args = [
-        ("logits", 0, work.data_ptr()), ("target", 0, t.data_ptr()), ("ce_weight", 0, _util.ptr(cw)),
-        ("loss", 0, loss.data_ptr()), ("z_loss", 0, _util.ptr(z)), ("argmax", 0, _util.ptr(am)),
-        ("bt", 1, n_rows), ("vocab", 1, n_cols), ("ignore_index", 1, int(ignore_index)),
-        ("grad", 1, 1 if HAS_GRADIENTS else 0),
-        ("scale_n", 2, 1.0 / max(float(n_non_ignore), 1.0) if mean else 1.0), ("scale_w", 2, scale_w),
-        ("weight_sum", 2, float(weight_sum) if HAS_WEIGHT else 0.0), ("label_smoothing", 2, float(label_smoothing)),
-        ("lse_square_scale", 2, float(lse_square_scale)),
-        ("softcap", 2, float(softcap) if HAS_SOFTCAPPING and softcap else 0.0),
-    ]
-    arr = (_Arg * len(args))()
-    for i, (name, kind, value) in enumerate(args):
-        arr[i].name, arr[i].kind = name.encode(), kind
-        if kind == 0:
-            arr[i].v.p = value
-        elif kind == 1:
-            arr[i].v.i = value
-        else:
-            arr[i].v.f = value
-    _util.call(_launch_fn, b"flce", b"ce", _util.dtype_code("X_ptr", X), arr, len(args))
+    _util.dtype_code("X_ptr", X)
+    _util.launch("flce", "ce", X.dtype, logits=work, target=t, ce_weight=cw, loss=loss, z_loss=z, argmax=am, bt=n_rows,
+                 vocab=n_cols, ignore_index=int(ignore_index), grad=1 if HAS_GRADIENTS else 0,
+                 scale_n=1.0 / max(float(n_non_ignore), 1.0) if mean else 1.0, scale_w=scale_w,
+                 weight_sum=float(weight_sum) if HAS_WEIGHT else 0.0, label_smoothing=float(label_smoothing),
+                 lse_square_scale=float(lse_square_scale),
+                 softcap=float(softcap) if HAS_SOFTCAPPING and softcap else 0.0)
     if HAS_GRADIENTS:
         rows.copy_(work)
     loss_ptr.view(-1)[:n_rows].copy_(loss)
@@ -56,20 +40,6 @@ def _launch(n_rows, X_ptr, Y_ptr, loss_ptr, n_cols, n_non_ignore, ignore_index, 
         token_accuracy_ptr.view(-1)[:n_rows].copy_(((am == t) & (t != ignore_index)).float())
     if RETURN_PREDICTED_TOKENS and predicted_tokens_ptr is not None:
         predicted_tokens_ptr.view(-1)[:n_rows].copy_(am)
-
-
-class _ArgValue(ctypes.Union):
-    _fields_ = [("p", ctypes.c_void_p), ("i", ctypes.c_int64), ("f", ctypes.c_double)]
-
-
-class _Arg(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("kind", ctypes.c_int), ("v", _ArgValue)]
-
-
-_launch_fn = _lib.lib.ubg_launch
-_launch_fn.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p,
-                       ctypes.c_size_t]
-_launch_fn.restype = ctypes.c_int
 
 
 class _Kernel:
