@@ -1,4 +1,4 @@
-/* The `ubgen` command line (DESIGN.md "Command line"): exit statuses
+/* The `ubgen` command line (docs/cli.md): exit statuses
  * (0 ok, 1 a check failed, 2 bad usage or input), list/plan/emit/check output,
  * emit's incremental writes and its all-or-nothing behaviour on bad input,
  * and user spec directories.
@@ -503,7 +503,7 @@ static void check_list_json(const char *text, long long ub_bytes, int *n, int *n
   *n = 0;
   *nfit = 0;
   bool seen = false;
-  long long want_usable = (long long)(ub_bytes * 0.9); /* floor: DESIGN.md "UB model" */
+  long long want_usable = (long long)(ub_bytes * 0.9); /* floor: docs/design.md "The UB model" */
   json_array_foreach(vs, i, v) {
     json_t *fp = json_object_get(v, "footprint"), *us = json_object_get(v, "usable"), *fits = json_object_get(v, "fits");
     const char *name = json_string_value(json_object_get(v, "variant"));
