@@ -1,4 +1,4 @@
-/* The default strategy (DESIGN.md, after Liger-Kernel's
+/* The default strategy (docs/design.md, after Liger-Kernel's
  * compute_default_tiling_strategy), used when no tuning entry applies:
  *
  *  1. want = next_pow2(the dimension the first axis tiles), at least the

@@ -1,4 +1,4 @@
-/* The tuning DB (DESIGN.md "Tuning DB"): what `ubgen tune` measured, which
+/* The tuning DB (docs/design.md "The tuning DB"): what `ubgen tune` measured, which
  * the runtime's dispatch reads.
  *
  *   {"version": 1, "cpu": "...", "entries": [{"kernel", "pass", "dtype",

@@ -1,4 +1,4 @@
-/* The UB model (DESIGN.md "UB model"): buffer layout of a variant at 64-byte
+/* The UB model (docs/design.md "The UB model"): buffer layout of a variant at 64-byte
  * alignment, its exact footprint, and whether it fits a budget. */
 #ifndef UG_UBPLAN_H
 #define UG_UBPLAN_H

@@ -1,5 +1,5 @@
 /* Context configuration: ubg_config, then the environment, then defaults
- * (DESIGN.md "UB model" and "Public C API"). A bad value is an error that
+ * (docs/design.md "The UB model" and ubgen.h). A bad value is an error that
  * names its source; nothing is guessed. */
 #include <errno.h>
 #include <stdio.h>

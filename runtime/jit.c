@@ -1,4 +1,4 @@
-/* Which code runs a variant (DESIGN.md "Backends"):
+/* Which code runs a variant (docs/design.md "Backends"):
  *   AOT   the function built into the library, if the variant is there
  *   TCC   compiled in memory now (about 0.3 ms), cached per context
  *   GCC   from the disk cache, compiled into it first when missing

@@ -1,4 +1,4 @@
-/* Attention residuals in double precision (DESIGN.md "Kernel semantics").
+/* Attention residuals in double precision (docs/semantics.md "What each kernel computes").
  *   fwd args: v, w_query, w_norm, out, alpha, rstd, nblocks, tokens, dim, eps
  *   bwd args: dout, v, w_query, w_norm, alpha, rstd, dv, dw_query, dw_norm,
  *             nblocks, tokens, dim
@@ -59,7 +59,7 @@ UBGEN_REF(attn_res, bwd) {
       const int64_t base = (i * tokens + t) * dim;
       double al = alpha[t * nb + i], r = rstd[t * nb + i], ds = al * (da[i] - sum_a_da), e = 0;
       /* sum_d dk_i v_i with the scalar ds_i taken out, ds_i sum_d wq wn v_i
-       * (as DESIGN.md's dk_i = ds_i w_query w_norm gives it, and as the
+       * (as docs/semantics.md's dk_i = ds_i w_query w_norm gives it, and as the
        * kernels evaluate it): with an infinite ds_i (an Inf in dout or v)
        * the sum of the expanded terms would be Inf - Inf = NaN where the
        * product is +-Inf */

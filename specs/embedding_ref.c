@@ -1,4 +1,4 @@
-/* Embedding in double precision (DESIGN.md "Kernel semantics").
+/* Embedding in double precision (docs/semantics.md "What each kernel computes").
  *   fwd args: table, indices, out, num_embeddings, dim, n
  *   bwd args: indices, dout, dtable, num_embeddings, dim, n, padding_idx
  * The backward sums in double; the kernel's f32 chain differs from it by at

@@ -1,6 +1,6 @@
-/* Fused linear cross entropy in double precision (DESIGN.md "Kernel
- * semantics"; the per-row formulas below are those of the FLCE semantics
- * note, written from the loss and differentiated by hand).
+/* Fused linear cross entropy in double precision (docs/semantics.md "What
+ * each kernel computes"; the per-row formulas below are those of the FLCE
+ * semantics note, written from the loss and differentiated by hand).
  *
  * Per row r with target y (rows with y == ignore_index: loss 0, z-loss 0,
  * argmax -1, gradient 0):

@@ -1,4 +1,4 @@
-/* RMSNorm in double precision (DESIGN.md "Kernel semantics").
+/* RMSNorm in double precision (docs/semantics.md "What each kernel computes").
  *   fwd args: x, w, y, rstd, rows, cols, eps, offset, casting
  *   bwd args: dy, x, w, rstd, dx, dw, rows, cols, offset, casting */
 

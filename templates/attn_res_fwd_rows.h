@@ -4,7 +4,7 @@
 
     bf16 rows are kept as they come (no pairing shuffle), and their two
     lane sums take the columns of each 32-column chunk in the order the
-    vector code meets them, in every variant and backend (DESIGN.md: a
+    vector code meets them, in every variant and backend (docs/design.md: a
     fixed lane per column, whatever the block sizes). A 64-byte load of
     bf16 gives, as f32, the even columns (a shift) and the odd ones (a
     mask); vdpbf16ps of a chunk with itself adds, in lane k, the square of

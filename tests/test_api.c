@@ -1,4 +1,4 @@
-/* The public API's contract (DESIGN.md "Public C API"): bad arguments are
+/* The public API's contract (runtime/include/ubgen.h): bad arguments are
  * refused with a status and a message naming the argument and its values,
  * and leave every output untouched; the UB budget is enforced; forced
  * variants, last-variant and error messages per thread; configuration from

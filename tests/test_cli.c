@@ -1,4 +1,4 @@
-/* The `ubgen` command line (DESIGN.md "Command line"): exit statuses
+/* The `ubgen` command line (docs/cli.md): exit statuses
  * (0 ok, 1 a check failed, 2 bad usage or input), list/plan/emit/check output,
  * emit's incremental writes and its all-or-nothing behaviour on bad input,
  * and user spec directories.
@@ -503,7 +503,7 @@ static void check_list_json(const char *text, long long ub_bytes, int *n, int *n
   *n = 0;
   *nfit = 0;
   bool seen = false;
-  long long want_usable = (long long)(ub_bytes * 0.9); /* floor: DESIGN.md "UB model" */
+  long long want_usable = (long long)(ub_bytes * 0.9); /* floor: docs/design.md "The UB model" */
   json_array_foreach(vs, i, v) {
     json_t *fp = json_object_get(v, "footprint"), *us = json_object_get(v, "usable"), *fits = json_object_get(v, "fits");
     const char *name = json_string_value(json_object_get(v, "variant"));
@@ -2339,4 +2339,50 @@ Test(cli, plan_flce_chunk_follows_the_specs_rule) {
   cr_assert_eq(jint(j, "chunk"), 16, "the shipped rule again");
   json_decref(j);
   free(dst), free(dir);
+}
+
+/* ---- README's counts ---------------------------------------------------------- */
+
+/* the number written just before `words` in text ("1,597 built-in kernels"),
+ * commas skipped; -1 when text does not say it */
+static long count_before(const char *text, const char *words) {
+  const char *at = strstr(text, words);
+  if (!at) return -1;
+  const char *p = at;
+  while (p > text && (p[-1] == ',' || (p[-1] >= '0' && p[-1] <= '9'))) p--;
+  long n = -1;
+  for (; p < at; p++)
+    if (*p != ',') n = (n < 0 ? 0 : n * 10) + (*p - '0');
+  return n;
+}
+
+/* README's counts are the build's and the tree's, as mk/readme-counts.sh
+ * writes them: a kernel added or a bad spec added without rerunning it
+ * fails here, not in a reader's hands */
+Test(cli, readme_counts_are_the_builds) {
+  char *readme = slurp(UBGEN_SRC "/README.md");
+  cr_assert_not_null(readme, "cannot read %s/README.md", UBGEN_SRC);
+  run_result r = ubgen("list --ub 196608");
+  assert_status(r, 0);
+  listing l = parse_listing(r.out, "");
+  long said = count_before(readme, " built-in kernels");
+  cr_expect_eq(said, l.total_fit,
+               "README.md says %ld built-in kernels, `ubgen list` %d fit the default budget: "
+               "run sh mk/readme-counts.sh",
+               said, l.total_fit);
+  long cases = 0;
+  DIR *dir = opendir(UBGEN_SRC "/tests/bad-specs");
+  cr_assert_not_null(dir, "cannot open tests/bad-specs: %s", strerror(errno));
+  for (struct dirent *e; (e = readdir(dir));) {
+    char *path = path_in(UBGEN_SRC "/tests/bad-specs", e->d_name);
+    struct stat st;
+    if (e->d_name[0] != '.' && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) cases++;
+    free(path);
+  }
+  closedir(dir);
+  said = count_before(readme, " malformed specs");
+  cr_expect_eq(said, cases, "README.md says %ld malformed specs, tests/bad-specs has %ld: run sh mk/readme-counts.sh",
+               said, cases);
+  free(readme);
+  run_free(&r);
 }

@@ -1227,7 +1227,7 @@ Test(flce_memory, scratch_within_the_chunk_bound) {
   ubg_ctx_destroy(ctx);
 }
 
-/* DESIGN.md: Liger's rule, chunk = next_pow2(ceil(BT / ceil(V / H))) */
+/* docs/semantics.md "FLCE chunks": Liger's rule, chunk = next_pow2(ceil(BT / ceil(V / H))) */
 Test(flce_memory, default_chunk_is_ligers_rule) {
   ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 0);
   const int64_t shapes[][3] = {{4096, 4096, 128256}, {256, 64, 600}, {64, 16, 4099}, {1000, 96, 300}, {7, 100, 50}};

@@ -1,7 +1,7 @@
 /* Kernel inputs at their edges, for every op (RMSNorm, embedding and AttnRes,
  * forward and backward, and FLCE) in f32, f16 and bf16.
  *
- * 1. NaN and Inf in inputs and weights. DESIGN.md keeps NaN and Inf in every
+ * 1. NaN and Inf in inputs and weights. docs/semantics.md keeps NaN and Inf in every
  *    storage dtype, and no document lets an op refuse them in a tensor (only
  *    float arguments must be finite: eps, offset, FLCE's options; their
  *    refusal is checked here too). So every op must run (UBG_OK) and give

@@ -1,4 +1,4 @@
-/* The tuning DB (DESIGN.md "Tuning DB"): round trip, merge, shape buckets;
+/* The tuning DB (docs/design.md "The tuning DB"): round trip, merge, shape buckets;
  * a missing file is empty, a corrupt one is empty plus a warning naming it;
  * a symlink at the DB path is not followed; two tuners saving into one file
  * at once lose no entry; no temporary file is left behind. */

@@ -3,7 +3,7 @@ with autograd, and the comparison helpers.
 
 Each reference takes float64 leaves and the storage dtype of the op under
 test; where the op's definition rounds an intermediate to that dtype
-(DESIGN.md "Kernel semantics"), the reference rounds the value and lets the
+(docs/semantics.md "What each kernel computes"), the reference rounds the value and lets the
 gradient pass straight through (`st_round`).
 """
 import torch

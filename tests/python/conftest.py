@@ -1,6 +1,6 @@
 """pytest setup for the ubgen Python package's tests.
 
-    cd /work/main && PYTHONPATH=/work/main/python /usr/bin/python3 -m pytest -q tests/python
+    PYTHONPATH=python python3 -m pytest -q tests/python     (from the source tree)
 
 The package is pure Python over build/lib/libubgen.so (or $UBGEN_LIB). Unless
 UBGEN_CACHE_DIR is set, the process context's cache (gcc JIT objects, the
