@@ -33,9 +33,11 @@ TUNED   ?=
 EMIT_KERNELS := $(if $(filter 0,$(UBGEN_AOT)),--no-kernels,) $(if $(TUNED),--tuned $(TUNED))
 AOT_FLAG := $(BUILD)/aot-$(UBGEN_AOT)$(if $(TUNED),-tuned).flag
 CC      ?= gcc
-# Python: an interpreter that imports torch. Debian's /usr/bin/python3 (with
-# python3-torch) first: the python3 first on PATH may be another one.
-PYTHON  ?= $(shell for p in /usr/bin/python3 python3; do $$p -c 'import torch' >/dev/null 2>&1 && { command -v $$p; break; }; done)
+# Python: the interpreter the package is tested and benchmarked on. One
+# given (PYTHON=...) must import torch >= 2.1 and is used as it is; else
+# make deps-test makes $(VENV) with mk/python-requirements.txt (mk/venv.sh).
+VENV    ?= $(CURDIR)/.venv
+PYTHON  ?= $(VENV)/bin/python
 # where `make install` puts the ubgen package: Debian's dist-packages layout
 PYVER    = $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 PYDIR   ?= $(if $(filter /usr,$(PREFIX)),$(PREFIX)/lib/python3/dist-packages,$(PREFIX)/lib/python$(PYVER)/dist-packages)
@@ -94,6 +96,7 @@ deps:
 	@sh mk/deps.sh build
 deps-test:
 	@sh mk/deps.sh test
+	@$(if $(filter $(VENV)/bin/python,$(PYTHON)),sh mk/venv.sh $(VENV))
 
 $(BUILD)/obj/gen/%.o: gen/%.c $(HEADERS)
 	@mkdir -p $(@D)
@@ -183,7 +186,8 @@ install: all
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
 	install -m 644 $(SPECS) $(SPEC_REFS) $(DESTDIR)$(PREFIX)/share/ubgen/specs/
 	install -m 644 $(TEMPLATES) $(DESTDIR)$(PREFIX)/share/ubgen/templates/
-	@if [ -z "$(PYTHON)" ]; then echo "ubgen: no Python interpreter imports torch: the Python package is not installed"; \
+	@if ! $(PYTHON) -c 'import torch' >/dev/null 2>&1; then \
+	  echo "ubgen: $(PYTHON) does not import torch: the Python package is not installed"; \
 	else cd python && find ubgen -name '*.py' ! -name _install.py | while read f; do \
 	  install -D -m 644 "$$f" "$(DESTDIR)$(PYDIR)/$$f" || exit 1; done && \
 	  printf '"""written by make install: where the library is"""\nLIB = "%s"\n' "$(PREFIX)/lib/libubgen.so" \
@@ -193,7 +197,9 @@ install: all
 # the interpreter the Python package, its tests and benchmarks run on
 .PHONY: python-check
 python-check:
-	@test -n "$(PYTHON)" || { echo "ubgen: no Python interpreter imports torch: apt-get install python3-torch, or give PYTHON=" >&2; exit 1; }
+	@$(PYTHON) -c 'import sys, torch; sys.exit(tuple(map(int, torch.__version__.split(".")[:2])) < (2, 1))' \
+	  >/dev/null 2>&1 || { echo "ubgen: $(PYTHON) does not import torch >= 2.1: run make deps-test, or give" \
+	  "PYTHON= an interpreter that does" >&2; exit 1; }
 
 clean:
 	rm -rf $(BUILD)

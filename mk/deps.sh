@@ -2,16 +2,16 @@
 # Installs the Debian packages ubgen needs, when they are missing.
 # As root it runs apt-get; otherwise it prints the line to run and fails.
 #   sh mk/deps.sh build   the library and the command (with OpenBLAS: ubg_flce's tunable GEMMs)
-#   sh mk/deps.sh test    also the test frameworks, OpenBLAS (ubg_flce's optional GEMMs) and
-#                         Debian's python3-torch for the Python package
-#   sh mk/deps.sh bench   also OpenBLAS (bench_flce's baseline)
+#   sh mk/deps.sh test    also the test framework and venv, for the Python environment
+#                         (mk/venv.sh installs torch and the rest from PyPI)
+#   sh mk/deps.sh bench   also venv, as for test
 #   sh mk/deps.sh fuzz    also clang and its libFuzzer/sanitizer runtimes
 #   sh mk/deps.sh valgrind  the test packages and valgrind (make test-valgrind)
 set -eu
 need="gcc make pkg-config libjansson-dev libtcc-dev libopenblas-dev"
 case "${1:-build}" in
-  test) need="$need libcriterion-dev libopenblas-dev python3-torch python3-pytest python3-numpy" ;;
-  bench) need="$need libopenblas-dev python3-torch python3-numpy python3-matplotlib" ;;
+  test) need="$need libcriterion-dev python3-venv" ;;
+  bench) need="$need python3-venv" ;;
   fuzz) need="$need clang libclang-rt-14-dev" ;;
   valgrind) need="$need libcriterion-dev libopenblas-dev valgrind" ;;
 esac

@@ -62,7 +62,7 @@ test-build: $(TEST_BINS) $(UBGEN) $(BUILD)/tests/noaot_test $(BUILD)/tests/flce_
 # holds (test_inputs took 16 s instead of 1, the suite 175 s instead of 110).
 test: deps-test
 	$(MAKE) -j$(NPROC) all test-build
-	@set -e; export OMP_WAIT_POLICY=passive; for t in $(TEST_BINS) $(BUILD)/tests/noaot_test $(BUILD)/tests/flce_openblas_test; do echo "== $$t"; $$t --jobs 2 --short-filename; done
+	@set -e; export OMP_WAIT_POLICY=passive UBGEN_TEST_PYTHON=$(PYTHON); for t in $(TEST_BINS) $(BUILD)/tests/noaot_test $(BUILD)/tests/flce_openblas_test; do echo "== $$t"; $$t --jobs 2 --short-filename; done
 	@echo "all test binaries passed"
 	$(if $(findstring -fsanitize,$(CFLAGS)),@echo "the Python tests are not run on a sanitized library (ctypes cannot load it)",$(MAKE) test-python)
 
@@ -142,6 +142,7 @@ bench-python: deps-bench python-check $(LIB_SO)
 
 deps-bench:
 	@sh mk/deps.sh bench
+	@$(if $(filter $(VENV)/bin/python,$(PYTHON)),sh mk/venv.sh $(VENV))
 bench-build: $(BENCH_BINS)
 bench: deps-bench
 	$(MAKE) bench-build

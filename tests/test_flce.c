@@ -6,7 +6,7 @@
  * BT = 0); the no-gradient mode; the same bits for 1 and 2 threads, for
  * every GEMM variant and for any chunk size; gradients against central
  * finite differences of ubg_flce's own loss; torch's cross_entropy (when
- * python3-torch is installed); the extra memory (chunk of logits, flat in
+ * a Python with torch is there); the extra memory (chunk of logits, flat in
  * BT); refusals with every output byte untouched.
  *
  * Inputs as a model has them: x ~ N(0, 1), W ~ N(0, 1/sqrt(H)) so logits
@@ -1015,7 +1015,7 @@ Test(flce_grad, reference_matches_its_finite_differences) {
     }
 }
 
-/* ---- torch.nn.functional.cross_entropy (python3-torch), float64 autograd */
+/* ---- torch.nn.functional.cross_entropy, float64 autograd */
 
 static void write_file(const char *dir, const char *name, const void *p, size_t bytes) {
   char path[512];
@@ -1043,13 +1043,14 @@ static double *as_doubles(const void *p, int64_t n, int dt) {
   return d;
 }
 
-/* a python3 that imports torch: the one on PATH, else Debian's (a pyenv
- * python3 on PATH does not see python3-torch) */
+/* a Python that imports torch: $UBGEN_TEST_PYTHON (make test sets it to
+ * the interpreter of the Python suite), else python3 on PATH */
 static const char *torch_python(void) {
-  static const char *const candidates[] = {"python3", "/usr/bin/python3"};
-  char cmd[256];
+  const char *given = getenv("UBGEN_TEST_PYTHON");
+  const char *const candidates[] = {given && *given ? given : "python3", "python3"};
+  char cmd[600];
   for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
-    snprintf(cmd, sizeof cmd, "%s -c 'import torch' >/dev/null 2>&1", candidates[i]);
+    snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' >/dev/null 2>&1", candidates[i]);
     if (system(cmd) == 0) return candidates[i];
   }
   return NULL;
@@ -1112,8 +1113,8 @@ static void torch_check(ubg_ctx *ctx, const char *dir, const fc *c, const fin *i
 Test(flce_torch, matches_torch_cross_entropy, .timeout = 300 * TC_TIME_SCALE) {
   const char *python = torch_python();
   if (!python)
-    cr_skip("python3-torch is absent (python3 -c 'import torch' fails): the comparison with "
-            "torch.nn.functional.cross_entropy is skipped");
+    cr_skip("no Python with torch ($UBGEN_TEST_PYTHON and python3 -c 'import torch' fail): the comparison "
+            "with torch.nn.functional.cross_entropy is skipped");
   /* the cases: each reduction and dtype, with ignored rows; plus class
    * weights and bias; plus label smoothing; label smoothing with a class
    * as ignore_index */

@@ -127,9 +127,13 @@ def test_adding_a_kernel_walks_through_as_written(installed, tmp_path):
     for name, body in files:
         (work / name).write_text(body)
     commands = "".join(re.findall(r"```sh\n(.*?)```", doc, re.S))
-    shim = tmp_path / "bin"  # `python3` in the page is the interpreter that has torch
+    # `python3` in the page is the interpreter that has torch: a script that
+    # runs it, since a link to a virtual environment's python leaves the
+    # environment behind
+    shim = tmp_path / "bin"
     shim.mkdir()
-    os.symlink(sys.executable, shim / "python3")
+    (shim / "python3").write_text('#!/bin/sh\nexec "%s" "$@"\n' % sys.executable)
+    (shim / "python3").chmod(0o755)
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
     env = _clean_env(PATH="%s:%s:%s" % (shim, prefix / "bin", os.environ.get("PATH", "/usr/bin:/bin")),
