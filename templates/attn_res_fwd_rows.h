@@ -66,9 +66,11 @@ UBG_INLINE int products_normal(unsigned least1, float r) {
  * 2^-63 (least1, the least less one, >= 0x1fff) a product is 0 or >=
  * 2^-126, and with a0 free of subnormals no step meets one, so MXCSR
  * cannot matter either. */
+#ifdef UBG_V16
 UBG_INLINE int ss_dot_exact(unsigned least1, ubg_f32x16 a0) {
   return least1 >= 0x1fff && ubg_v_subnormal_lanes(a0) == 0;
 }
+#endif
 /* a + the squares of a bf16 chunk's 32 columns: lane k adds column 2k + 1,
  * then 2k, one fused multiply-add each */
 UBG_INLINE ubg_f32x16 ss_chunk(ubg_f32x16 a, ubg_pair_i32x16 w) {
@@ -214,10 +216,8 @@ UBG_INLINE void load_ss_rows(const void *src, ubg_i64 base, ubg_i64 plane, int n
 /* a chunk's products in score order (ya, yb: the columns 4m, 4m + 1 and
  * 4m + 2, 4m + 3) from those of its even and odd columns */
 UBG_INLINE void score_order(ubg_f32x16 even, ubg_f32x16 odd, ubg_f32x16 *ya, ubg_f32x16 *yb) {
-  const ubg_pair_i32x16 a = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
-  const ubg_pair_i32x16 b = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
-  *ya = __builtin_shuffle(even, odd, a);
-  *yb = __builtin_shuffle(even, odd, b);
+  *ya = __builtin_shufflevector(even, odd, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  *yb = __builtin_shufflevector(even, odd, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
 }
 #endif
 
@@ -330,8 +330,6 @@ static void axpy_row(float *h, float a, const void *row, ubg_i64 n) {
  * of the f32 sums; store32's exact path where the
  * conversion flushed a subnormal. */
 UBG_INLINE void store32_even_odd(void *dst, ubg_i64 i, ubg_f32x16 e, ubg_f32x16 o, int stream) {
-  const ubg_pair_i32x16 lo = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23};
-  const ubg_pair_i32x16 hi = {8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
 {{#is_bf16}}
 #ifdef UBG_V16
   {
@@ -344,7 +342,8 @@ UBG_INLINE void store32_even_odd(void *dst, ubg_i64 i, ubg_f32x16 e, ubg_f32x16 
   }
 #endif
 {{/is_bf16}}
-  store32(dst, i, __builtin_shuffle(e, o, lo), __builtin_shuffle(e, o, hi), stream);
+  store32(dst, i, __builtin_shufflevector(e, o, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23),
+          __builtin_shufflevector(e, o, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), stream);
 }
 /* out[at, + 32 * nchunks) from the bf16 chunks at column d (nchunks 1 or
  * 2, a constant where inlined: h stays in registers); the sums run over

@@ -34,9 +34,8 @@ enum { PAIRED = 0 };
 #endif
 /* 32 16-bit columns in order, paired */
 UBG_INLINE ubg_pair_i32x16 pair_words(ubg_pair_i16x32 h) {
-  const ubg_pair_i16x32 order = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
-                                 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-  return (ubg_pair_i32x16)__builtin_shuffle(h, order);
+  return (ubg_pair_i32x16)__builtin_shufflevector(h, h, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23, 8, 24,
+                                                  9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
 }
 /* the 32 16-bit columns at p, paired */
 UBG_INLINE ubg_pair_i32x16 pair32(const void *p) {

@@ -23,30 +23,31 @@ enum { MR = 8, NR = 32 };
 #if defined(__GNUC__) && !defined(__TINYC__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
-typedef int gemm_i32x16 __attribute__((vector_size(64)));
 /* v[0..15] := its transpose. Stage d swaps bit d of the row index with bit
- * d of the column index; the four stages together transpose. */
+ * d of the column index; the four stages together transpose. Each stage's
+ * lanes, a's numbered 0-15 and b's 16-31 (constants, as
+ * __builtin_shufflevector takes them): */
+#define GEMM_LO8 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23
+#define GEMM_HI8 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31
+#define GEMM_LO4 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27
+#define GEMM_HI4 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31
+#define GEMM_LO2 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29
+#define GEMM_HI2 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31
+#define GEMM_LO1 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30
+#define GEMM_HI1 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31
 #define GEMM_STAGE(d, lo, hi)                                                                        \
   for (q = 0; q < 16; q++)                                                                           \
     if (!(q & d)) {                                                                                  \
       ubg_f32x16 a = v[q], b = v[q + d];                                                             \
-      v[q] = __builtin_shuffle(a, b, lo);                                                            \
-      v[q + d] = __builtin_shuffle(a, b, hi);                                                        \
+      v[q] = __builtin_shufflevector(a, b, lo);                                                      \
+      v[q + d] = __builtin_shufflevector(a, b, hi);                                                  \
     }
 UBG_INLINE void gemm_transpose16(ubg_f32x16 *v) {
-  const gemm_i32x16 lo8 = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23};
-  const gemm_i32x16 hi8 = {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31};
-  const gemm_i32x16 lo4 = {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27};
-  const gemm_i32x16 hi4 = {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31};
-  const gemm_i32x16 lo2 = {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29};
-  const gemm_i32x16 hi2 = {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31};
-  const gemm_i32x16 lo1 = {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30};
-  const gemm_i32x16 hi1 = {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31};
   int q;
-  GEMM_STAGE(8, lo8, hi8)
-  GEMM_STAGE(4, lo4, hi4)
-  GEMM_STAGE(2, lo2, hi2)
-  GEMM_STAGE(1, lo1, hi1)
+  GEMM_STAGE(8, GEMM_LO8, GEMM_HI8)
+  GEMM_STAGE(4, GEMM_LO4, GEMM_HI4)
+  GEMM_STAGE(2, GEMM_LO2, GEMM_HI2)
+  GEMM_STAGE(1, GEMM_LO1, GEMM_HI1)
 }
 #pragma GCC diagnostic pop
 /* rows r.. in groups of 16, k in runs of 16: load, transpose, store each
