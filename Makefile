@@ -85,7 +85,11 @@ BOOT := $(BUILD)/boot/ubgen-boot
 UBGEN := $(BUILD)/bin/ubgen
 LIB_A := $(BUILD)/lib/libubgen.a
 LIB_SO := $(BUILD)/lib/libubgen.so
-KLIST := $(BUILD)/kobj/main/objects.list
+# the build whose kernel objects this one links: its own, or (KBUILD=) another
+# build's made with the same KFLAGS, which CFLAGS do not reach: the sanitizer
+# build links the plain build's kernels instead of compiling them again
+KBUILD ?= $(BUILD)
+KLIST := $(KBUILD)/kobj/main/objects.list
 
 .PHONY: all deps deps-test test run install clean bench check-build
 .DELETE_ON_ERROR:
@@ -135,6 +139,8 @@ $(BOOT): $(GEN_OBJS) $(BOOT_CLI:%=$(BUILD)/obj/cli/%.o) $(BUILD)/obj/boot/ubgen.
 	$(CC) $(CFLAGS) -fopenmp $^ $(LDLIBS) -o $@
 
 # emitted sources -> objects, by a sub-make that sees the emitted file list
+# (a build linking another's kernels has no rule for them: that build made them)
+ifeq ($(KBUILD),$(BUILD))
 $(BUILD)/gen/main/MANIFEST: $(BOOT) $(SPECS) $(TEMPLATES) $(AOT_FLAG) $(TUNED)
 	$(BOOT) emit --out $(BUILD)/gen/main --ub $(UB) $(EMIT_KERNELS)
 	@touch $@
@@ -145,6 +151,7 @@ $(AOT_FLAG):
 	@touch $@
 $(KLIST): $(BUILD)/gen/main/MANIFEST
 	$(MAKE) -f mk/kernels.mk SRC=$(BUILD)/gen/main OBJ=$(BUILD)/kobj/main CC='$(CC)' KFLAGS='$(KFLAGS)'
+endif
 
 $(LIB_A): $(RT_OBJS) $(GEN_OBJS) $(KLIST)
 	@mkdir -p $(@D)

@@ -5,14 +5,15 @@
 #   sh mk/deps.sh test    also the test framework and venv, for the Python environment
 #                         (mk/venv.sh installs torch and the rest from PyPI)
 #   sh mk/deps.sh bench   also venv, as for test
-#   sh mk/deps.sh fuzz    also clang and its libFuzzer/sanitizer runtimes
+#   sh mk/deps.sh fuzz    also clang, its libFuzzer/sanitizer runtimes and OpenMP headers
+#                         (make test-cc2 compiles the library with clang)
 #   sh mk/deps.sh valgrind  the test packages and valgrind (make test-valgrind)
 set -eu
 need="gcc make pkg-config libjansson-dev libtcc-dev libopenblas-dev"
 case "${1:-build}" in
   test) need="$need libcriterion-dev python3-venv" ;;
   bench) need="$need python3-venv" ;;
-  fuzz) need="$need clang libclang-rt-14-dev" ;;
+  fuzz) need="$need clang libclang-rt-14-dev libomp-14-dev" ;;
   valgrind) need="$need libcriterion-dev libopenblas-dev valgrind" ;;
 esac
 missing=""

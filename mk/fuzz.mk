@@ -2,7 +2,7 @@
 # variant enumeration and the default strategy) and the template renderer,
 # built with clang's libFuzzer, AddressSanitizer and UndefinedBehaviorSanitizer
 # (Debian: clang, libclang-rt-14-dev).
-#   make fuzz FUZZ_SECONDS=600      each target for that long, one after another;
+#   make fuzz FUZZ_SECONDS=600      each target for that long (-j2: two at a time);
 #                                   a crash stops make and leaves the input in
 #                                   build/fuzz/crash-<target>-*
 #   make fuzz-regress               every seed and every kept crash input
@@ -11,27 +11,37 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_TARGETS := expr spec render tunedb
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
-FUZZ_FLAGS   := -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Igen
-FUZZ_SRCS    := $(GEN_LIB:%=gen/%.c)
+FUZZ_SAN     := address,undefined -fno-sanitize-recover=all
+FUZZ_FLAGS   := -g -O1 -std=c11 -D_GNU_SOURCE -Igen
+# the generator library instrumented once, linked into every target
+FUZZ_OBJS    := $(GEN_LIB:%=$(BUILD)/fuzz/obj/%.o)
+.SECONDARY: $(FUZZ_OBJS)
 
 .PHONY: fuzz fuzz-build fuzz-regress deps-fuzz
 
 deps-fuzz:
 	@sh mk/deps.sh fuzz
 
-$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_SRCS) $(wildcard gen/*.h)
+$(BUILD)/fuzz/obj/%.o: gen/%.c $(wildcard gen/*.h)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_FLAGS) $< $(FUZZ_SRCS) -ljansson -lm -o $@
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -c $< -o $@
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_OBJS) $(wildcard gen/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) $< $(FUZZ_OBJS) -ljansson -lm -o $@
 
 fuzz-build: deps-fuzz $(FUZZ_BINS)
 
-fuzz: fuzz-build
-	@set -e; for t in $(FUZZ_TARGETS); do \
-	  mkdir -p $(BUILD)/fuzz/corpus-$$t; \
-	  echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
-	  $(BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-	    -artifact_prefix=$(BUILD)/fuzz/crash-$$t- $(BUILD)/fuzz/corpus-$$t tests/fuzz/$$t; \
-	done
+# each target one job: make -j2 fuzz runs two at a time (libFuzzer uses one core)
+FUZZ_RUNS := $(FUZZ_TARGETS:%=fuzz-run-%)
+.PHONY: $(FUZZ_RUNS)
+fuzz: $(FUZZ_RUNS)
+$(FUZZ_RUNS): fuzz-run-%: fuzz-build
+	@mkdir -p $(BUILD)/fuzz/corpus-$*
+	@echo "== fuzz_$* for $(FUZZ_SECONDS) s"
+	@$(BUILD)/fuzz/fuzz_$* -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	  -artifact_prefix=$(BUILD)/fuzz/crash-$*- $(BUILD)/fuzz/corpus-$* tests/fuzz/$* > $(BUILD)/fuzz/log-$* 2>&1 \
+	  || { cat $(BUILD)/fuzz/log-$*; exit 1; }
+	@tail -n 12 $(BUILD)/fuzz/log-$*
 
 fuzz-regress: fuzz-build
 	@set -e; for t in $(FUZZ_TARGETS); do \

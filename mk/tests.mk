@@ -5,7 +5,7 @@
 TEST_SRCS  := $(wildcard tests/test_*.c)
 TEST_BINS  := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_SPECS := $(wildcard tests/specs/*)
-TKLIST     := $(BUILD)/kobj/test/objects.list
+TKLIST     := $(KBUILD)/kobj/test/objects.list
 TEST_CFLAGS := $(BASE) -fopenmp -Itemplates -Iruntime/include -Iruntime -Itests \
   -DUBGEN_BIN='"$(CURDIR)/$(UBGEN)"' -DUBGEN_SRC='"$(CURDIR)"' -DUBGEN_BUILD='"$(CURDIR)/$(BUILD)"'
 BENCH_SRCS := $(wildcard bench/bench_*.c)
@@ -16,11 +16,16 @@ BENCH_LIBS_bench_flce := -lopenblas
 
 .PHONY: test-build bench-build deps-bench test-asan
 
+ifeq ($(KBUILD),$(BUILD))
 $(BUILD)/gen/test/MANIFEST: $(BOOT) $(TEST_SPECS) $(TEMPLATES)
 	$(BOOT) emit --specs tests/specs --kernel guard_probe --out $(BUILD)/gen/test --registry ubg_aot_test --self-register
 	@touch $@
 $(TKLIST): $(BUILD)/gen/test/MANIFEST
 	$(MAKE) -f mk/kernels.mk SRC=$(BUILD)/gen/test OBJ=$(BUILD)/kobj/test CC='$(CC)' KFLAGS='$(KFLAGS)'
+endif
+# the kernels alone (test-asan links them from the plain build)
+.PHONY: kernels
+kernels: $(KLIST) $(TKLIST)
 
 # flags one test alone needs: TEST_FLAGS_<name> (after CFLAGS, so they win)
 TEST_FLAGS_test_half_v16 := -march=$(MARCH) -ffp-contract=off
@@ -37,8 +42,8 @@ $(BUILD)/tests/%: tests/%.c $(REF_OBJS) $(TKLIST) $(LIB_A) $(HEADERS) $$(TEST_SR
 # A library built with UBGEN_AOT=0 (no built-in kernels) must serve every
 # op through the JIT: built beside the main one, checked by its own test.
 NOAOT := $(BUILD)/noaot
-$(NOAOT)/lib/libubgen.a: $(SPECS) $(TEMPLATES) $(wildcard gen/*/*.c runtime/*.c templates/*.c) $(HEADERS)
-	$(MAKE) BUILD=$(NOAOT) UBGEN_AOT=0 BLAS= $(NOAOT)/lib/libubgen.a
+$(NOAOT)/lib/libubgen.a: $(SPECS) $(TEMPLATES) $(wildcard gen/*.c runtime/*.c templates/*.c) $(HEADERS)
+	$(MAKE) BUILD=$(NOAOT) KBUILD=$(NOAOT) UBGEN_AOT=0 BLAS= $(NOAOT)/lib/libubgen.a
 $(BUILD)/tests/noaot_test: tests/noaot/test_noaot.c $(NOAOT)/lib/libubgen.a $(REF_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) $(CFLAGS) $< $(REF_OBJS) $(NOAOT)/lib/libubgen.a -lcriterion $(LDLIBS) -o $@
@@ -76,7 +81,8 @@ test-python: python-check $(LIB_SO)
 # in its own build directory: the generator, runtime, references and tests
 # instrumented, the kernels as they ship (gcc -O3, not instrumented: their
 # memory is the UB arena and the tensors, which the instrumented runtime
-# allocates and bounds). Any memory error or undefined behaviour fails the
+# allocates and bounds), so the plain build's kernel objects are linked,
+# not compiled again (KBUILD). Any memory error or undefined behaviour fails the
 # run. handle_segv=0: the guard test's deliberate overrun must reach it as
 # SIGSEGV (any other SEGV still fails its test). No detect_stack_use_after_return:
 # its fake stack does not keep the 64-byte alignment of AVX-512 vector locals
@@ -84,12 +90,17 @@ test-python: python-check $(LIB_SO)
 # libcriterion's runner leaks a block itself, and a LeakSanitizer
 # suppression matches any frame of the stack, so one for libcriterion would
 # hide every test's leaks (all run below its main); make test-valgrind checks
-# leaks, with a suppression that matches only Criterion's own allocation.
+# the test processes' leaks, with a suppression that matches only
+# Criterion's own allocation. The ubgen command the tests run is no
+# Criterion process: it runs with LeakSanitizer on (UBGEN_TEST_WRAPPER), and
+# a leak fails its test.
+SAN_OPTIONS := abort_on_error=1:strict_string_checks=1:handle_segv=0
 SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
-test-asan:
-	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1:handle_segv=0 \
+test-asan: deps-test
+	$(MAKE) -j$(NPROC) kernels
+	ASAN_OPTIONS=detect_leaks=0:$(SAN_OPTIONS) UBGEN_TEST_WRAPPER='env ASAN_OPTIONS=detect_leaks=1:$(SAN_OPTIONS)' \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  $(MAKE) BUILD=$(BUILD)/asan CFLAGS='$(SAN_FLAGS)' test
+	  $(MAKE) BUILD=$(BUILD)/asan KBUILD=$(BUILD) CFLAGS='$(SAN_FLAGS)' test
 
 # The whole suite under valgrind's memcheck, leaks included, in its own
 # build directory. Valgrind 3.19 has no AVX-512, so everything (the kernels,
@@ -98,11 +109,13 @@ test-asan:
 # kind, and shapes of more than 2^20 elements are left out), TC_TIME_SCALE=40
 # (their timeouts) and TC_VALGRIND (what a memory checker changes: freed
 # memory stays resident). Valgrind follows the test processes Criterion
-# starts and runs ubgen through UBGEN_TEST_WRAPPER; the shell, timeout and
-# the compilers the gcc JIT runs are not traced. A memory error or a
+# starts; the shell, timeout and the compilers the gcc JIT runs are not
+# traced. A memory error or a
 # definite or indirect leak makes its process exit 99, which fails its test
 # (or the run); every log is kept in $(VG_LOGS), and the ones with an error
-# are printed. tests/valgrind.supp: what is not ubgen's.
+# are printed. tests/valgrind.supp: what is not ubgen's. Nor is the ubgen
+# command that test_cli and test_bad_specs run traced (it took 7 of the
+# stage's 25 minutes): make test-asan checks it, leaks included.
 VG_BUILD := $(BUILD)/valgrind
 VG_LOGS  := $(VG_BUILD)/logs
 VG_OPTS  := --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect \
@@ -118,7 +131,7 @@ test-valgrind: deps-valgrind
 	$(MAKE) -j$(NPROC) BUILD=$(VG_BUILD) MARCH=x86-64-v3 \
 	  CFLAGS='-O2 -g -DTC_VALGRIND -DTC_REDUCED=8 -DTC_TIME_SCALE=40' all test-build
 	@rm -rf $(VG_LOGS) && mkdir -p $(VG_LOGS)
-	@set -e; export OMP_WAIT_POLICY=passive UBGEN_TEST_WRAPPER="valgrind $(VG_OPTS)"; \
+	@set -e; export OMP_WAIT_POLICY=passive; \
 	for t in $(TEST_BINS:$(BUILD)/%=$(VG_BUILD)/%) $(VG_BUILD)/tests/noaot_test $(VG_BUILD)/tests/flce_openblas_test; do \
 	  echo "== valgrind $$t"; \
 	  valgrind $(VG_OPTS) $$t --jobs $(NPROC) --short-filename || { $(VG_ERRORS) | xargs -r cat; exit 1; }; \
@@ -147,3 +160,11 @@ bench-build: $(BENCH_BINS)
 bench: deps-bench
 	$(MAKE) bench-build
 	@for b in $(BENCH_BINS); do $$b --out $(BUILD)/bench/$$(basename $$b).json; done
+
+# The library's sources and a sample of the kernels with a second compiler
+# (clang from Debian: deps-fuzz installs it), so that a gcc-only construct
+# fails here (mk/second-compiler.sh)
+CC2 ?= clang
+.PHONY: test-cc2
+test-cc2: deps-fuzz $(KLIST)
+	@sh mk/second-compiler.sh $(CC2) $(BUILD)/gen/main $(MARCH)

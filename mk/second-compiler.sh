@@ -1,0 +1,28 @@
+#!/bin/sh
+# Compiles with a second compiler what users may build with theirs: the
+# library's sources (syntax only) and one emitted kernel of each kernel,
+# pass, dtype and tiling (the prelude and every template with it), for this
+# CPU and for machines without AVX-512 (x86-64-v3) or AVX (x86-64), so that
+# a construct only gcc accepts fails here, not on a user's machine.
+# -O0: the front end and the target checks are what differ; the
+# optimizer would multiply the time by four.
+#   sh mk/second-compiler.sh CC KERNEL_DIR MARCH
+set -eu
+cc=$1 src=$2 march=$3
+libflags="-std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wshadow -Wno-unused-parameter -fopenmp -DUBG_HAVE_OPENBLAS
+  -DUBGEN_SOURCE_DIR=\"x\" -DUBGEN_JIT_MARCH=\"native\" -DUBGEN_VERSION=\"0\""
+kflags="-std=c11 -O0 -ffp-contract=off -fno-math-errno -fPIC -Wall -Wextra -Wno-unused-function -Wno-psabi -Iruntime"
+out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
+n=0
+for f in gen/*.c runtime/*.c cli/*.c; do
+  $cc $libflags -fsyntax-only "$f"; n=$((n + 1))
+done
+# kernel names are <kernel>_<pass>_<dtype>_<block sizes>_<n|t>: one per name less its sizes
+sample=$(ls "$src"/*.c | grep -v registry | awk -F/ '{ n = $NF; k = n; sub(/_[bdm][0-9].*/, "", k);
+  k = k (n ~ /_t\.c$/ ? "t" : "n"); if (!(k in seen)) { seen[k] = 1; print } }')
+for m in $march x86-64-v3 x86-64; do
+  for f in $sample; do
+    $cc $kflags -march=$m -c "$f" -o "$out/k.o"; n=$((n + 1))
+  done
+done
+echo "$cc: $n compiles, no error ($(echo "$sample" | wc -l) kernels for $march, x86-64-v3 and x86-64)"
