@@ -249,11 +249,17 @@ def overhead(records, reps=2000):
     y = torch.empty(1, 64)
     rstd = torch.empty(1)
     ctx = ubgen.context()
-    args = (ctx.handle, _lib.F32, 1, 64, x.data_ptr(), w.data_ptr(), ctypes.c_float(1e-6), ctypes.c_float(0.0), 0,
-            y.data_ptr(), rstd.data_ptr())
+    # the C API's typed entry, declared here: the package reaches C through
+    # the generic launch alone
+    fwd = _lib.lib.ubg_rms_norm_fwd
+    fwd.restype = ctypes.c_int
+    fwd.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                    ctypes.c_float, ctypes.c_float, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+    args = (ctx.handle, _lib.dtype_code("f32"), 1, 64, x.data_ptr(), w.data_ptr(), 1e-6, 0.0, 0, y.data_ptr(),
+            rstd.data_ptr())
 
     def raw():
-        _lib.rms_norm_fwd(*args)
+        fwd(*args)
 
     def wrapped():
         ut.rms_norm(x, w)
