@@ -81,18 +81,6 @@ static ubg_status store_run(rt_routine_call *c) {
 }
 const rt_routine rt_routine_store = {.name = "store", .run = store_run};
 
-/* a bound tensor's element type as a dtype: the call's for T, else f32, f16
- * or bf16; -1 for any other */
-static int elem_dtype(const rt_routine_call *c, const char *name) {
-  switch (rt_routine_elem(c, name)) {
-  case UG_ELEM_T: return (int)c->dtype;
-  case UG_ELEM_F32: return UBG_F32;
-  case UG_ELEM_F16: return UBG_F16;
-  case UG_ELEM_BF16: return UBG_BF16;
-  default: return -1;
-  }
-}
-
 /* convert: dst [n] := src [n], each in its element type (f32, f16, bf16),
  * rounded to nearest even where it narrows; nothing where either is null
  * or they are the very same buffer (a copy onto itself) */
@@ -100,7 +88,8 @@ static ubg_status convert_run(rt_routine_call *c) {
   void *dst = rt_routine_p(c, "dst");
   const void *src = rt_routine_p(c, "src");
   const int64_t n = rt_routine_i(c, "n", 0);
-  const int to = elem_dtype(c, "dst"), from = elem_dtype(c, "src");
+  const int to = ug_elem_dtype(rt_routine_elem(c, "dst"), (int)c->dtype),
+            from = ug_elem_dtype(rt_routine_elem(c, "src"), (int)c->dtype);
   snprintf(c->variant, sizeof c->variant, "convert");
   if (!dst || !src || dst == src || n <= 0) return UBG_OK;
   if (to < 0 || from < 0)
