@@ -7,6 +7,7 @@
 #   make MARCH=x86-64-v3 kernels for another CPU (default: this one)
 #   make UB=256KiB       the UB budget the built-in kernels are emitted for
 #   make UBGEN_AOT=0     a library without built-in kernels: every variant through the JIT
+#   make ONEDNN=         without oneDNN (default: with it when it links: ubg_flce's GEMMs then run on it)
 #   make BLAS=           without OpenBLAS (default: with it when it links: ubg_flce may then run its
 #                        GEMMs with OpenBLAS where `ubgen tune flce.chunk` finds it faster)
 #   make BUILD=build-lean TUNED=build/tuning.json
@@ -28,6 +29,11 @@ UBGEN_AOT ?= 1
 ifeq ($(origin BLAS),undefined)
 BLAS    := $(shell printf '\043include <cblas.h>\nint main(void) { cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 1); return 0; }\n' | \
              $(CC) -x c - -lopenblas -o /dev/null >/dev/null 2>&1 && echo openblas)
+endif
+# oneDNN likewise (ubg_flce's GEMMs by default where it is linked)
+ifeq ($(origin ONEDNN),undefined)
+ONEDNN  := $(shell printf '\043include <oneapi/dnnl/dnnl.h>\nint main(void) { dnnl_engine_t e; return dnnl_engine_create(&e, dnnl_cpu, 0) != dnnl_success; }\n' | \
+             $(CC) -x c - -ldnnl -o /dev/null >/dev/null 2>&1 && echo onednn)
 endif
 TUNED   ?=
 EMIT_KERNELS := $(if $(filter 0,$(UBGEN_AOT)),--no-kernels,) $(if $(TUNED),--tuned $(TUNED))
@@ -57,11 +63,17 @@ LDLIBS   += -lopenblas
 else ifneq ($(BLAS),)
 $(error BLAS=$(BLAS): the only optional BLAS is openblas)
 endif
+ifeq ($(ONEDNN),onednn)
+LIBFLAGS += -DUBG_HAVE_ONEDNN
+LDLIBS   += -ldnnl
+else ifneq ($(ONEDNN),)
+$(error ONEDNN=$(ONEDNN): onednn or empty)
+endif
 
 GEN_LIB  := diag strbuf json_text json_loc expr spec_names spec_json spec_exprs spec_sections spec_composite spec_run spec_load point ubplan variant render source emit fsutil specset bind strategy tunedb_index tunedb_read tunedb tuned
 CLI      := cli suggest help cmd_list cmd_plan plan_composite cmd_emit emit_tuned cmd_check cmd_tune cmd_tune_merge tune_timing tune_composite tune_svg shape_arg check_run check_ref
 # the typed entry points (runtime/op_*.c) are found, so a kernel's wrapper is one new file
-RUNTIME  := messages config registry kernels pools grid ctx composite launch jit jit_tcc jit_gcc datadir ce_rows gemm_amx \
+RUNTIME  := messages config registry kernels pools grid ctx composite launch jit jit_tcc jit_gcc datadir ce_rows gemm_amx gemm_onednn \
   composite_run launch_api routines routine_gemm routine_ce \
   $(patsubst runtime/%.c,%,$(wildcard runtime/op_*.c))
 
@@ -108,11 +120,16 @@ $(BUILD)/obj/gen/%.o: gen/%.c $(HEADERS)
 $(BUILD)/obj/runtime/%.o: runtime/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(LIBFLAGS) $(CFLAGS) -c $< -o $@
-# switching BLAS rebuilds the one file that uses it
+# switching BLAS or ONEDNN rebuilds the files that use them
 $(BUILD)/obj/runtime/routine_gemm.o: $(BUILD)/blas-$(BLAS).flag
 $(BUILD)/blas-$(BLAS).flag:
 	@mkdir -p $(@D)
 	@rm -f $(BUILD)/blas-*.flag
+	@touch $@
+$(BUILD)/obj/runtime/gemm_onednn.o: $(BUILD)/onednn-$(ONEDNN).flag
+$(BUILD)/onednn-$(ONEDNN).flag:
+	@mkdir -p $(@D)
+	@rm -f $(BUILD)/onednn-*.flag
 	@touch $@
 # the vector operations tcc kernels call: the kernels' flags, not the library's
 $(BUILD)/obj/templates/vops.o: templates/vops.c $(HEADERS)
@@ -189,7 +206,7 @@ install: all
 	install -m 644 runtime/include/ubgen.h $(DESTDIR)$(PREFIX)/include/ubgen.h
 	install -m 644 templates/ubgen_ref.h $(DESTDIR)$(PREFIX)/include/ubgen_ref.h
 	install -m 644 runtime/ubgen_aot.h $(DESTDIR)$(PREFIX)/include/ubgen_aot.h
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@BLAS_LIBS@|$(if $(BLAS),-lopenblas)|' mk/ubgen.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@BLAS_LIBS@|$(if $(BLAS),-lopenblas) $(if $(ONEDNN),-ldnnl)|' mk/ubgen.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
 	install -m 644 $(SPECS) $(SPEC_REFS) $(DESTDIR)$(PREFIX)/share/ubgen/specs/
 	install -m 644 $(TEMPLATES) $(DESTDIR)$(PREFIX)/share/ubgen/templates/

@@ -20,6 +20,13 @@ static void list_composite(const ug_kernel *k, const ug_composite *c, json_t *ar
         json_t *vals = json_array();
         for (int i = 0; i < x->nvalues; i++) json_array_append_new(vals, json_string(x->values[i]));
         json_object_set_new(e, "values", vals);
+        json_t *prefer = json_array();
+        for (int p = 0; p < x->nprefer; p++) {
+          json_t *one = json_pack("{s:s}", "value", x->values[x->prefer[p]]);
+          if (x->prefer_src[p]) json_object_set_new(one, "when", json_string(x->prefer_src[p]));
+          json_array_append_new(prefer, one);
+        }
+        json_object_set_new(e, "prefer", prefer);
       } else {
         json_object_set_new(e, "default", json_string(x->dflt_src));
         json_object_set_new(e, "min", json_integer((json_int_t)x->min));
@@ -29,6 +36,9 @@ static void list_composite(const ug_kernel *k, const ug_composite *c, json_t *ar
     } else if (x->values) {
       printf("  %-8s %s (default)", x->name, x->values[0]);
       for (int i = 1; i < x->nvalues; i++) printf(", %s", x->values[i]);
+      for (int p = 0; p < x->nprefer; p++)
+        printf("%s%s%s%s", p ? ", " : "; before the default where it runs: ", x->values[x->prefer[p]],
+               x->prefer_src[p] ? " if " : "", x->prefer_src[p] ? x->prefer_src[p] : "");
       printf("\n");
     } else {
       printf("  %-8s an integer in [%lld, %lld], by default %s\n", x->name, (long long)x->min, (long long)x->max,

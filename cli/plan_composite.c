@@ -89,6 +89,8 @@ static void axis_why(const ug_kernel *k, const ug_composite *c, const rt_comp_pl
     ug_buf_printf(why, "the %s spec's rule: %s = ", k->name, a->dflt_src);
     if (ch->overflow[i]) ug_buf_printf(why, "(overflows), so %s", rows_src);
     else ug_buf_printf(why, "%lld", (long long)ch->value[i]);
+  } else if (!strcmp(src, "preferred")) {
+    ug_buf_printf(why, "the first of %s's \"prefer\" in the %s spec that runs here", a->name, k->name);
   } else if (!strcmp(src, "default")) {
     ug_buf_printf(why, "the default, %s's first value", a->name);
     if (ch->entry && ch->entry_whole && ch->entry_value[i] != 0) {

@@ -181,7 +181,7 @@ typedef struct ug_pass {
 
 /* A composite op's axis (spec "composites"): an integer with a default
  * expression over the kernel's shape and bounds, or one of named values
- * (the first the default). */
+ * (the first the default, unless one of "prefer" can run the call). */
 typedef struct {
   char *name;
   ug_expr *dflt;   /* integer axis: its default, over the kernel's shape names (env slot i = shape[i]) */
@@ -189,6 +189,13 @@ typedef struct {
   int64_t min, max;
   char **values;   /* named axis: its values; NULL for an integer axis */
   int nvalues;
+  /* named axis: the values (indices) taken before the first, in order,
+   * where their routine runs and their `when` (over the shape names and
+   * dtype, slot nshape; NULL: always) holds */
+  int prefer[16];
+  ug_expr *prefer_when[16];
+  char *prefer_src[16]; /* ... as written, for listings */
+  int nprefer;
 } ug_comp_axis;
 
 /* A composite's run (spec "run", docs/spec-format.md): its scratch, and the
@@ -244,7 +251,7 @@ enum { UG_RUN_BEFORE, UG_RUN_CHUNK, UG_RUN_AFTER, UG_RUN_PHASES };
 typedef struct {
   ug_expr *rows;         /* the rows the chunks cover (bt) */
   int sym_off, sym_rows; /* env slots of off and rows in the call's symbols */
-  int sym_axis[8];       /* ... of each integer axis, -1 for a named one */
+  int sym_axis[8];       /* ... of each axis (a named one holds its value's index) */
   ug_scratch *scratch;
   int nscratch;
   ug_step *steps[UG_RUN_PHASES];
@@ -317,6 +324,9 @@ const ug_composite *ug_spec_composite(const ug_kernel *k, const char *name);
 /* an integer axis's default for shape (values in the order of k->shape):
  * 0, or -1 on overflow (*out untouched) */
 int ug_comp_default(const ug_comp_axis *a, const int64_t *shape, int64_t *out);
+/* whether preferred value p (an index into a->prefer) may be taken for a
+ * call of this shape (the kernel's, nshape values) and dtype */
+bool ug_comp_prefer_holds(const ug_comp_axis *a, int p, const int64_t *shape, int nshape, int dtype);
 /* A variant name of c: axis=value pairs in axis order joined by ','; an
  * integer in plain decimal (no sign, no leading zero) within [min, max], a
  * named value one of the axis's. A name that gives the first axis is whole:

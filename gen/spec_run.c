@@ -234,12 +234,9 @@ int ug_spec_load_run(L *l, const ug_kernel *k, ug_composite *c, json_t *v, const
   ug_run *r = c->run = calloc(1, sizeof *r);
   if (!r) return ug_spec_fail_at(l, at->at, "out of memory");
   ug_pass *call = c->call;
-  /* the run's own symbols: the integer axes, then off and rows */
-  for (int i = 0; i < c->naxes && i < 8; i++) {
-    r->sym_axis[i] = -1;
-    if (!c->axes[i].values && (r->sym_axis[i] = ug_spec_add_sym(l, call, c->axes[i].name, UG_SYM_RUN, i, at->at)) < 0)
-      return -1;
-  }
+  /* the run's own symbols: the axes (a named one: its value's index), then off and rows */
+  for (int i = 0; i < c->naxes && i < 8; i++)
+    if ((r->sym_axis[i] = ug_spec_add_sym(l, call, c->axes[i].name, UG_SYM_RUN, i, at->at)) < 0) return -1;
   if ((r->sym_off = ug_spec_add_sym(l, call, "off", UG_SYM_RUN, -1, at->at)) < 0 ||
       (r->sym_rows = ug_spec_add_sym(l, call, "rows", UG_SYM_RUN, -1, at->at)) < 0)
     return -1;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the Debian packages ubgen needs, when they are missing.
 # As root it runs apt-get; otherwise it prints the line to run and fails.
-#   sh mk/deps.sh build   the library and the command (with OpenBLAS: ubg_flce's tunable GEMMs)
+#   sh mk/deps.sh build   the library and the command (with oneDNN and OpenBLAS: ubg_flce's GEMMs)
 #   sh mk/deps.sh test    also the test framework and venv, for the Python environment
 #                         (mk/venv.sh installs torch and the rest from PyPI)
 #   sh mk/deps.sh bench   also venv, as for test
@@ -9,7 +9,7 @@
 #                         (make test-cc2 compiles the library with clang)
 #   sh mk/deps.sh valgrind  the test packages and valgrind (make test-valgrind)
 set -eu
-need="gcc make pkg-config libjansson-dev libtcc-dev libopenblas-dev"
+need="gcc make pkg-config libjansson-dev libtcc-dev libdnnl-dev libopenblas-dev"
 case "${1:-build}" in
   test) need="$need libcriterion-dev python3-venv" ;;
   bench) need="$need python3-venv" ;;

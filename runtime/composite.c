@@ -187,10 +187,16 @@ int rt_composite_choose(const ubg_ctx *ctx, const rt_composite *c, ubg_dtype dty
   const ug_composite *comp = rt_composite_spec(ctx, c, NULL, 0);
   if (!comp) return -1;
   ch->naxes = comp->naxes;
-  /* the defaults: an integer axis's expression over the shape, a named axis's first value */
+  /* the defaults: an integer axis's expression over the shape, a named
+   * axis's first preferred value that this build and CPU run, else its first */
   for (int i = 0; i < comp->naxes; i++) {
-    ch->source[i] = comp->axes[i].values ? "default" : "spec rule";
-    if (!comp->axes[i].values && ug_comp_default(&comp->axes[i], shape, &ch->value[i]) < 0) ch->overflow[i] = true;
+    const ug_comp_axis *a = &comp->axes[i];
+    ch->source[i] = a->values ? "default" : "spec rule";
+    if (!a->values && ug_comp_default(a, shape, &ch->value[i]) < 0) ch->overflow[i] = true;
+    for (int p = 0; a->values && p < a->nprefer && ch->value[i] == 0; p++)
+      if (k && ug_comp_prefer_holds(a, p, shape, k->nshape, (int)dtype) && rt_run_axis_runs(comp, i, a->prefer[p], dtype) &&
+          !rt_run_axis_missing(comp, i, a->prefer[p]))
+        ch->value[i] = a->prefer[p], ch->source[i] = "preferred";
   }
   /* forced: a whole name every axis, a partial one the axes it gives */
   const char *source;

@@ -144,8 +144,8 @@ static ubg_status step(run_call *rc, const ug_step *st, int si, step_do todo, si
     if (variant) snprintf(variant, vn, "%s", v ? v : "?");
     return UBG_OK;
   }
-  rt_routine_call c = {rc->ctx, rc->what, rc->dtype, rc->k->name, st->pass, args, elem, nbytes, nb,
-                       rc->state[si], rc->routine_scratch, ""};
+  rt_routine_call c = {rc->ctx, rc->what, rc->dtype, rt_omp_threads(rc->ctx->threads), rc->k->name, st->pass, args,
+                       elem, nbytes, nb, rc->state[si], rc->routine_scratch, ""};
   switch (todo) {
   case STEP_SCRATCH:
     *bytes = r->scratch ? lines(r->scratch(&c)) : 0;
@@ -216,9 +216,8 @@ static ubg_status choose(run_call *rc, const rt_composite *op, int64_t total, rt
       const char *missing = rt_run_axis_missing(rc->comp, i, v);
       if (missing && missing_out) snprintf(missing_out, nmissing, "%s=%s, but %s", a->name, a->values[v], missing);
       else if (missing) return rt_fail(rc->ctx, UBG_EINVAL, "%s: %s=%s, but %s", rc->what, a->name, a->values[v], missing);
-    } else {
-      rc->env[rc->run->sym_axis[i]] = v;
     }
+    rc->env[rc->run->sym_axis[i]] = v;
   }
   return UBG_OK;
 }

@@ -23,6 +23,7 @@ ubg_status ubg_ctx_create(const ubg_config *cfg, ubg_ctx **out) {
     free(ctx);
     return rt_fail(NULL, UBG_ENOMEM, "cannot create a mutex");
   }
+  ctx->dnnl = rt_dnnl_cache_new();
   ubg_status s = rt_config_resolve(ctx, cfg);
   if (!s) s = rt_kernels_load(ctx);
   if (!s) rt_tunedb_load(ctx);
@@ -42,6 +43,7 @@ void ubg_ctx_destroy(ubg_ctx *ctx) {
   rt_jit_free(ctx);
   rt_kernels_free(ctx);
   rt_pools_free(ctx);
+  rt_dnnl_cache_free(ctx->dnnl);
   free(ctx->tuning_db);
   ug_tunedb_free(&ctx->tunedb);
   free(ctx->cache_dir);

@@ -6,7 +6,8 @@
  * that has run a parallel region would wait forever in its first one, so
  * such a child runs every program on its calling thread. The bits are the
  * same (programs do not depend on which worker runs them), only slower;
- * docs/architecture.md says so. */
+ * docs/architecture.md says so. The routines' own parallel loops and the
+ * libraries they call ask rt_omp_threads the same. */
 #include <omp.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -21,6 +22,8 @@ static bool omp_usable(void) {
   if (atomic_compare_exchange_strong(&omp_process, &owner, me)) return true; /* the first region: ours */
   return owner == me;
 }
+
+int rt_omp_threads(int threads) { return threads > 1 && omp_usable() ? threads : 1; }
 
 void rt_grid_run(ubg_kernel_fn fn, const void *slots, int stage, int64_t nprog, rt_block **arenas, int nthreads) {
   if (nthreads <= 1 || nprog <= 1 || !omp_usable()) {

@@ -22,6 +22,7 @@
 #include "../gen/ubplan.h"
 #include "../gen/variant.h"
 #include "composite_plan.h"
+#include "gemm_onednn.h"
 #include "ctx_view.h"
 #include "include/ubgen.h"
 #include "ubgen_aot.h"
@@ -95,6 +96,7 @@ struct ubg_ctx {
   _Atomic int jit_compiles; /* variants this context compiled or swapped (tests) */
   bool jit_async;           /* UBGEN_JIT_ASYNC=1 */
   rt_comp_forced composite_forced[RT_MAX_COMPOSITES]; /* ubg_set_variant's names for composite ops; under lock */
+  rt_dnnl_cache *dnnl; /* oneDNN's GEMM primitives made for this context's calls (gemm_onednn.h) */
   pthread_t async[RT_MAX_ASYNC]; /* background gcc builds, joined at destroy */
   int nasync;
 };
@@ -195,6 +197,10 @@ UBG_HIDDEN void rt_gcc_free(void *handle);
 /* ---- the grid ---- */
 /* Runs programs 0..nprog-1 of one stage on up to nthreads workers, each
  * with its own arena. */
+/* threads, or 1 in a forked child of a process that ran a parallel region
+ * (GNU libgomp's pool does not survive fork): what any OpenMP region of
+ * the runtime, or of a library it calls, may use */
+UBG_HIDDEN int rt_omp_threads(int threads);
 UBG_HIDDEN void rt_grid_run(ubg_kernel_fn fn, const void *slots, int stage, int64_t nprog, rt_block **arenas,
                             int nthreads);
 

@@ -98,10 +98,10 @@ ubg_status ubg_cross_entropy(ubg_ctx *ctx, ubg_dtype dtype, int64_t bt, int64_t 
       if (c.grad && out->dlogits != logits) memcpy(work, (const float *)logits + first, (size_t)(n * vocab) * 4);
     } else {
       work = rows;
-      widen(work, (const char *)logits + (size_t)first * 2, n * vocab, dtype, ctx->threads);
+      widen(work, (const char *)logits + (size_t)first * 2, n * vocab, dtype, rt_omp_threads(ctx->threads));
     }
     if ((s = rt_ce_rows_run(&c, work, off, n))) goto done;
-    if (!f32 && c.grad) narrow((char *)out->dlogits + (size_t)first * 2, work, n * vocab, dtype, ctx->threads);
+    if (!f32 && c.grad) narrow((char *)out->dlogits + (size_t)first * 2, work, n * vocab, dtype, rt_omp_threads(ctx->threads));
   }
   rt_ce_rows_finish(&c);
   rt_set_last_variant(ctx, c.variant);

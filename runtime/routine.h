@@ -19,6 +19,7 @@ typedef struct {
   ubg_ctx *ctx;
   const char *what; /* the op, for messages ("ubg_flce") */
   ubg_dtype dtype;
+  int threads; /* for its parallel loops and libraries: the context's, 1 in a forked child (rt_omp_threads) */
   const char *kernel, *pass; /* the composite's kernel; the step's pass, or NULL */
   const ubg_arg *args;
   const ug_elem *elem;   /* [nargs]: tensors' element types */
@@ -48,7 +49,7 @@ typedef struct rt_routine {
 /* the routines, listed in routines.c (a table, not constructors: a static
  * link keeps only the objects something names) */
 UBG_HIDDEN extern const rt_routine rt_routine_zero, rt_routine_store, rt_routine_convert, rt_routine_ce_rows, rt_routine_gemm_openblas,
-    rt_routine_gemm_amx;
+    rt_routine_gemm_amx, rt_routine_gemm_onednn;
 UBG_HIDDEN const rt_routine *rt_routine_find(const char *name);
 
 /* an argument by name: its index, or -1 when the step binds none */
@@ -60,5 +61,9 @@ UBG_HIDDEN double rt_routine_f(const rt_routine_call *c, const char *name, doubl
 /* a tensor's element type (UG_ELEM_F32 when not bound) and bytes */
 UBG_HIDDEN ug_elem rt_routine_elem(const rt_routine_call *c, const char *name);
 UBG_HIDDEN int64_t rt_routine_bytes(const rt_routine_call *c, const char *name);
+
+/* dst [n] := src [n], each in its type, rounded to nearest even where it
+ * narrows, on `threads` OpenMP threads */
+UBG_HIDDEN void rt_convert(void *dst, ubg_dtype to, const void *src, ubg_dtype from, int64_t n, int threads);
 
 #endif

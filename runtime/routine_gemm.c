@@ -1,4 +1,4 @@
-/* gemm.openblas and gemm.amx: a GEMM with its epilogues on a library, for a
+/* gemm.onednn, gemm.openblas and gemm.amx: a GEMM with its epilogues on a library, for a
  * composite step whose named axis picks one instead of a generated pass.
  *
  *   c [m, n] (+)= op(a) [m, k] op(b) [k, n]   (beta = 1: +=)
@@ -7,15 +7,19 @@
  *   c_sum [m, n] (dtype) := rnd(c_sum + op(a) op(b))  instead of c
  *   c += bias [n] on every row, after the product
  *   colsum [m] (f32) += sum over k of op(a); colsum_sum [m] (dtype) := rnd(colsum_sum + that sum)
+ *     (of op(sums_of) instead, an f32 tensor laid out as a, where it is bound:
+ *     a's f32 values where a is their rounding)
  *
  * c is f32, or of the call's dtype (a product staged in f32, then rounded);
- * a is f32 or the dtype, b the dtype. OpenBLAS runs f32 (sgemm), AMX bf16
- * (runtime/gemm_amx.h). m = 0 or k = 0 writes nothing. */
+ * a is f32 or the dtype, b the dtype. oneDNN runs f32 and bf16 (and f16
+ * where the linked library can: runtime/gemm_onednn.h), OpenBLAS f32
+ * (sgemm), AMX bf16 (runtime/gemm_amx.h). m = 0 or k = 0 writes nothing. */
 #include <stdio.h>
 #include <string.h>
 
 #include "../templates/prelude.h"
 #include "gemm_amx.h"
+#include "gemm_onednn.h"
 #include "routine.h"
 #ifdef UBG_HAVE_OPENBLAS
 #include <cblas.h>
@@ -33,7 +37,7 @@ typedef struct {
   bool a_t, b_t, beta, a_f32;
   void *c, *c_sum, *colsum_sum;
   float *colsum;
-  const void *bias;
+  const void *bias, *sums_of;
   bool c_staged; /* c is of the dtype (not f32): the product is staged in f32 */
 } gemm;
 
@@ -41,7 +45,8 @@ static gemm bound(const rt_routine_call *c) {
   gemm g = {rt_routine_i(c, "m", 0), rt_routine_i(c, "n", 0), rt_routine_i(c, "k", 0), rt_routine_p(c, "a"),
             rt_routine_p(c, "b"), rt_routine_i(c, "a_t", 0) != 0, rt_routine_i(c, "b_t", 0) != 0,
             rt_routine_i(c, "beta", 0) != 0, false, rt_routine_p(c, "c"), rt_routine_p(c, "c_sum"),
-            rt_routine_p(c, "colsum_sum"), rt_routine_p(c, "colsum"), rt_routine_p(c, "bias"), false};
+            rt_routine_p(c, "colsum_sum"), rt_routine_p(c, "colsum"), rt_routine_p(c, "bias"), rt_routine_p(c, "sums_of"),
+            false};
   g.a_f32 = c->dtype == UBG_F32 || rt_routine_elem(c, "a") == UG_ELEM_F32;
   g.c_staged = c->dtype != UBG_F32 && rt_routine_elem(c, "c") == UG_ELEM_T;
   return g;
@@ -51,11 +56,11 @@ static float load(const void *p, int64_t i, ubg_dtype dt) {
   return dt == UBG_F32 ? ubg_ld_f32(p, i) : dt == UBG_F16 ? ubg_ld_f16(p, i) : ubg_ld_bf16(p, i);
 }
 
-/* dst [n] := rnd(dst + src) (add) or rnd(src), in the dtype */
-static void round_into(void *dst, const float *src, int64_t n, ubg_dtype dt, bool add, int threads) {
+/* dst [n] := rnd(dst + src), in the dtype */
+static void add_into(void *dst, const float *src, int64_t n, ubg_dtype dt, int threads) {
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < n; i++) {
-    const float v = add ? load(dst, i, dt) + src[i] : src[i];
+    const float v = load(dst, i, dt) + src[i];
     if (dt == UBG_F32) ((float *)dst)[i] = v;
     else if (dt == UBG_F16) ubg_st_f16(dst, i, v);
     else ubg_st_bf16(dst, i, v);
@@ -70,29 +75,99 @@ static void add_bias(const gemm *g, float *c, ubg_dtype dt, int threads) {
     for (int64_t v = 0; v < g->n; v++) c[i * g->n + v] += load(g->bias, v, dt);
 }
 
-/* sums [m] += sum over k of op(a), a f32, in k order */
-static void column_sums(const gemm *g, float *sums) {
-  const float *a = g->a;
+/* sums [m] += sum over k of op(sums_of), else of op(a) (f32, or of the dtype dt), in k order */
+static void column_sums(const gemm *g, float *sums, ubg_dtype dt) {
+  const void *a = g->sums_of ? g->sums_of : g->a;
+  const ubg_dtype a_dt = g->sums_of || g->a_f32 ? UBG_F32 : dt;
   if (g->a_t) {
     for (int64_t kk = 0; kk < g->k; kk++)
-      for (int64_t r = 0; r < g->m; r++) sums[r] += a[kk * g->m + r];
+      for (int64_t r = 0; r < g->m; r++) sums[r] += load(a, kk * g->m + r, a_dt);
   } else {
     for (int64_t r = 0; r < g->m; r++)
-      for (int64_t kk = 0; kk < g->k; kk++) sums[r] += a[r * g->k + kk];
+      for (int64_t kk = 0; kk < g->k; kk++) sums[r] += load(a, r * g->k + kk, a_dt);
   }
 }
 
 /* colsum, or colsum_sum through sums [m] of scratch */
 static void epilogue_sums(const gemm *g, float *sums, ubg_dtype dt, int threads) {
-  if (g->colsum) column_sums(g, g->colsum);
+  if (g->colsum) column_sums(g, g->colsum, dt);
   if (!g->colsum_sum) return;
   memset(sums, 0, (size_t)g->m * 4);
-  column_sums(g, sums);
-  round_into(g->colsum_sum, sums, g->m, dt, true, threads);
+  column_sums(g, sums, dt);
+  add_into(g->colsum_sum, sums, g->m, dt, threads);
 }
 
 /* n bytes in whole 64-byte lines */
 static size_t lines(size_t n) { return (n + 63) / 64 * 64; }
+
+/* ---- oneDNN: f32, bf16 ---- */
+
+static const char *onednn_missing(void) { return rt_dnnl_missing(); }
+static bool onednn_runs(ubg_dtype dt) { return rt_dnnl_runs(dt); }
+
+/* the library's GEMM into c (f32 or the dtype) or c_sum; a_lo: a in the
+ * dtype where a is f32 and the call's dtype is not */
+static rt_dnnl_gemm onednn_args(const gemm *g, ubg_dtype dt, const void *a_lo, bool to_sum) {
+  return (rt_dnnl_gemm){g->m,   g->n, g->k, a_lo ? a_lo : g->a, g->b, g->a_t, g->b_t, dt,
+                        to_sum ? g->c_sum : g->c,
+                        to_sum || g->c_staged ? dt : UBG_F32,
+                        to_sum || g->beta, to_sum ? NULL : g->bias};
+}
+
+/* the step's scratch: a rounded to the dtype, the sums, then the library's */
+static void onednn_layout(const rt_routine_call *c, const gemm *g, size_t *a_lo, size_t *sums, size_t *lib,
+                          const char **why) {
+  const size_t elem = c->dtype == UBG_F32 ? 4 : 2;
+  *a_lo = g->a_f32 && c->dtype != UBG_F32 ? lines((size_t)(g->m * g->k) * elem) : 0;
+  *sums = g->colsum_sum ? lines((size_t)g->m * 4) : 0;
+  *lib = 0;
+  *why = NULL;
+  for (int sum = 0; sum < 2; sum++) {
+    if (!(sum ? g->c_sum : g->c) || g->m == 0 || g->k == 0) continue;
+    const rt_dnnl_gemm d = onednn_args(g, c->dtype, NULL, sum);
+    const size_t b = rt_dnnl_scratch(c->ctx->dnnl, &d, c->threads, why);
+    if (b == SIZE_MAX) return;
+    if (lines(b) > *lib) *lib = lines(b);
+  }
+}
+
+static size_t onednn_scratch(const rt_routine_call *c) {
+  const gemm g = bound(c);
+  size_t a_lo, sums, lib;
+  const char *why;
+  onednn_layout(c, &g, &a_lo, &sums, &lib, &why);
+  return a_lo + sums + lib;
+}
+
+static ubg_status onednn_run(rt_routine_call *c) {
+  snprintf(c->variant, sizeof c->variant, "onednn");
+  const gemm g = bound(c);
+  if (g.m == 0 || g.k == 0) return UBG_OK;
+  const int threads = c->threads;
+  size_t a_lo_bytes, sums_bytes, lib;
+  const char *why;
+  onednn_layout(c, &g, &a_lo_bytes, &sums_bytes, &lib, &why);
+  if (why) return rt_fail(c->ctx, UBG_EINVAL, "%s: gemm.onednn: m = %lld, n = %lld, k = %lld: %s", c->what,
+                          (long long)g.m, (long long)g.n, (long long)g.k, why);
+  char *s = c->scratch;
+  void *a_lo = a_lo_bytes ? s : NULL;
+  if (a_lo && (g.c || g.c_sum)) rt_convert(a_lo, c->dtype, g.a, UBG_F32, g.m * g.k, threads);
+  for (int sum = 0; sum < 2; sum++) {
+    if (!(sum ? g.c_sum : g.c)) continue;
+    const rt_dnnl_gemm d = onednn_args(&g, c->dtype, a_lo, sum);
+    if (rt_dnnl_run(c->ctx->dnnl, &d, threads, s + a_lo_bytes + sums_bytes, lib, &why) < 0)
+      return rt_fail(c->ctx, UBG_ENOMEM, "%s: gemm.onednn: m = %lld, n = %lld, k = %lld: %s", c->what,
+                     (long long)g.m, (long long)g.n, (long long)g.k, why);
+  }
+  epilogue_sums(&g, (float *)(s + a_lo_bytes), c->dtype, threads);
+  return UBG_OK;
+}
+
+const rt_routine rt_routine_gemm_onednn = {.name = "gemm.onednn",
+                                 .missing = onednn_missing,
+                                 .runs = onednn_runs,
+                                 .scratch = onednn_scratch,
+                                 .run = onednn_run};
 
 /* ---- OpenBLAS: f32 ---- */
 
@@ -119,8 +194,8 @@ static ubg_status openblas_run(rt_routine_call *c) {
                 (int)g.k, 1.0f, g.a, (int)(g.a_t ? g.m : g.k), g.b, (int)(g.b_t ? g.k : g.n), g.beta ? 1.0f : 0.0f,
                 g.c, (int)g.n);
 #endif
-  if (g.c) add_bias(&g, g.c, c->dtype, c->ctx->threads);
-  epilogue_sums(&g, c->scratch, c->dtype, c->ctx->threads);
+  if (g.c) add_bias(&g, g.c, c->dtype, c->threads);
+  epilogue_sums(&g, c->scratch, c->dtype, c->threads);
   return UBG_OK;
 }
 
@@ -160,7 +235,7 @@ static void amx_layout(const gemm *g, int threads, size_t *pack, size_t *stage, 
 static size_t amx_scratch(const rt_routine_call *c) {
   const gemm g = bound(c);
   size_t pack, stage, sums;
-  amx_layout(&g, c->ctx->threads, &pack, &stage, &sums);
+  amx_layout(&g, c->threads, &pack, &stage, &sums);
   return pack + stage + sums;
 }
 
@@ -168,7 +243,7 @@ static ubg_status amx_run(rt_routine_call *c) {
   snprintf(c->variant, sizeof c->variant, "amx");
   const gemm g = bound(c);
   if (g.m == 0 || g.k == 0) return UBG_OK;
-  const int threads = c->ctx->threads;
+  const int threads = c->threads;
   size_t pack, stage, sums;
   amx_layout(&g, threads, &pack, &stage, &sums);
   char *s = c->scratch;
@@ -178,7 +253,7 @@ static ubg_status amx_run(rt_routine_call *c) {
     rt_amx_gemm(&a, threads, s);
   }
   if (g.c) add_bias(&g, out, c->dtype, threads);
-  if (g.c && g.c_staged) round_into(g.c, out, g.m * g.n, c->dtype, false, threads);
+  if (g.c && g.c_staged) rt_convert(g.c, c->dtype, out, UBG_F32, g.m * g.n, threads);
   epilogue_sums(&g, (float *)(s + pack + stage), c->dtype, threads);
   return UBG_OK;
 }

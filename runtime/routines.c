@@ -11,7 +11,8 @@
 
 static const rt_routine *const routines[] = {&rt_routine_zero,           &rt_routine_store,
                                              &rt_routine_convert,        &rt_routine_ce_rows,
-                                             &rt_routine_gemm_openblas, &rt_routine_gemm_amx};
+                                             &rt_routine_gemm_openblas, &rt_routine_gemm_amx,
+                                             &rt_routine_gemm_onednn};
 
 const rt_routine *rt_routine_find(const char *name) {
   for (size_t i = 0; name && i < sizeof routines / sizeof routines[0]; i++)
@@ -72,7 +73,7 @@ static ubg_status store_run(rt_routine_call *c) {
     memcpy(dst, src, (size_t)n * 4);
     return UBG_OK;
   }
-#pragma omp parallel for num_threads(c->ctx->threads) schedule(static)
+#pragma omp parallel for num_threads(c->threads) schedule(static)
   for (int64_t i = 0; i < n; i++) {
     if (dt == UBG_F16) ubg_st_f16(dst, i, src[i]);
     else ubg_st_bf16(dst, i, src[i]);
@@ -80,6 +81,29 @@ static ubg_status store_run(rt_routine_call *c) {
   return UBG_OK;
 }
 const rt_routine rt_routine_store = {.name = "store", .run = store_run};
+
+/* One loop per pair of types, each a plain loop of the prelude's
+ * branch-free conversions, so that `omp simd` vectorizes it on the
+ * library's baseline ISA: the conversions of a chunk's gradient are
+ * memory-bound, and a loop that chose the type per element ran at a
+ * fraction of that. */
+#define CONVERT_LOOP(expr)                                                          \
+  _Pragma("omp parallel for simd num_threads(threads) schedule(static)")            \
+  for (int64_t i = 0; i < n; i++) expr;
+
+void rt_convert(void *dst, ubg_dtype to, const void *src, ubg_dtype from, int64_t n, int threads) {
+  float *d32 = dst;
+  ubg_u16 *d16 = dst;
+  const float *s32 = src;
+  const ubg_u16 *s16 = src;
+  if (to == from) memcpy(dst, src, (size_t)n * ug_dtype_bytes((int)to));
+  else if (from == UBG_F32 && to == UBG_BF16) CONVERT_LOOP(d16[i] = ubg_f32_to_bf16(s32[i]))
+  else if (from == UBG_F32) CONVERT_LOOP(d16[i] = ubg_f32_to_f16(s32[i]))
+  else if (to == UBG_F32 && from == UBG_BF16) CONVERT_LOOP(d32[i] = ubg_bf16_to_f32(s16[i]))
+  else if (to == UBG_F32) CONVERT_LOOP(d32[i] = ubg_f16_to_f32(s16[i]))
+  else if (to == UBG_BF16) CONVERT_LOOP(d16[i] = ubg_f32_to_bf16(ubg_f16_to_f32(s16[i])))
+  else CONVERT_LOOP(d16[i] = ubg_f32_to_f16(ubg_bf16_to_f32(s16[i])))
+}
 
 /* convert: dst [n] := src [n], each in its element type (f32, f16, bf16),
  * rounded to nearest even where it narrows; nothing where either is null
@@ -97,17 +121,7 @@ static ubg_status convert_run(rt_routine_call *c) {
   const size_t to_bytes = ug_dtype_bytes(to), from_bytes = ug_dtype_bytes(from);
   if (n > rt_routine_bytes(c, "dst") / (int64_t)to_bytes || n > rt_routine_bytes(c, "src") / (int64_t)from_bytes)
     return rt_fail(c->ctx, UBG_EINVAL, "%s: convert of %lld elements runs past dst or src", c->what, (long long)n);
-  if (to == from) {
-    memcpy(dst, src, (size_t)n * to_bytes);
-    return UBG_OK;
-  }
-#pragma omp parallel for num_threads(c->ctx->threads) schedule(static)
-  for (int64_t i = 0; i < n; i++) {
-    const float v = from == UBG_F32 ? ((const float *)src)[i] : from == UBG_F16 ? ubg_ld_f16(src, i) : ubg_ld_bf16(src, i);
-    if (to == UBG_F32) ((float *)dst)[i] = v;
-    else if (to == UBG_F16) ubg_st_f16(dst, i, v);
-    else ubg_st_bf16(dst, i, v);
-  }
+  rt_convert(dst, (ubg_dtype)to, src, (ubg_dtype)from, n, c->threads);
   return UBG_OK;
 }
 const rt_routine rt_routine_convert = {.name = "convert", .run = convert_run};

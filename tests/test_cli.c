@@ -20,6 +20,7 @@
 
 /* ---- running ubgen ------------------------------------------------------------ */
 
+#include "../runtime/gemm_onednn.h"
 #include "run_ubgen.h"
 #include "ubgen.h"
 
@@ -371,7 +372,8 @@ Test(cli, tune_dry_run_counts_the_candidates_the_sweep_times_and_writes_nothing)
 Test(cli, tune_says_before_it_starts_that_it_will_take_long) {
   run_result r = ubgen("tune flce.chunk --dtype f32 --shape bt=65536,hidden=65536,vocab=1048576 --db %s/db.json", scratch);
   cr_assert_neq(r.status, 0, "%s", r.err);
-  const char *said = strstr(r.err, "ubgen: tune: 1 unit (pass, dtype, shape), 18 candidates: at least ");
+  const char *said = strstr(r.err, "ubgen: tune: 1 unit (pass, dtype, shape), ");
+  said = said ? strstr(said, " candidates: at least ") : NULL;
   const char *failed = strstr(r.err, "out of memory");
   cr_assert(said && failed && said < failed, "the estimate comes first: %s", r.err);
   cr_assert(strstr(said, "h, likely more\n"), "hours: %s", said);
@@ -436,8 +438,9 @@ Test(cli, list_shows_the_composite_ops_axes) {
   run_result r = ubgen("list --kernel flce");
   assert_status(r, 0);
   cr_assert(strstr(r.out, "flce.chunk  (composite op") &&
-                strstr(r.out, "chunk    an integer in [1, 1073741824], by default next_pow2(cdiv(bt, cdiv(vocab, hidden)))") &&
-                strstr(r.out, "gemm     generated (default), openblas, amx"),
+                strstr(r.out, "chunk    an integer in [1, 1073741824], by default min(512, max(256, next_pow2(cdiv(bt, 4))))") &&
+                strstr(r.out, "gemm     generated (default), onednn, openblas, amx; before the default where it runs: "
+                              "amx if dtype == 2 && hidden >= 2048, onednn"),
             "%s", r.out);
   run_free(&r);
   r = ubgen("list --kernel flce --json");
@@ -450,8 +453,12 @@ Test(cli, list_shows_the_composite_ops_axes) {
   json_t *axes = json_object_get(c, "axes");
   cr_assert_eq(json_array_size(axes), 2);
   cr_assert_str_eq(json_string_value(json_object_get(json_array_get(axes, 0), "default")),
-                   "next_pow2(cdiv(bt, cdiv(vocab, hidden)))");
-  cr_assert_eq(json_array_size(json_object_get(json_array_get(axes, 1), "values")), 3);
+                   "min(512, max(256, next_pow2(cdiv(bt, 4))))");
+  cr_assert_eq(json_array_size(json_object_get(json_array_get(axes, 1), "values")), 4);
+  json_t *prefer = json_object_get(json_array_get(axes, 1), "prefer");
+  cr_assert_eq(json_array_size(prefer), 2);
+  cr_assert_str_eq(json_string_value(json_object_get(json_array_get(prefer, 0), "when")), "dtype == 2 && hidden >= 2048");
+  cr_assert_str_eq(json_string_value(json_object_get(json_array_get(prefer, 1), "value")), "onednn");
   json_decref(j);
   run_free(&r);
   r = ubgen("list --kernel rms_norm --json");
@@ -2076,11 +2083,19 @@ Test(cli, tune_flce_chunk_writes_an_entry) {
 
 /* ---- plan flce.chunk: what ubg_flce would do for a call -------------------------- */
 
-/* Liger's rule, computed here: next_pow2(ceil(bt / ceil(vocab / hidden))), at most bt */
-static long long ligers_chunk(long long bt, long long hidden, long long vocab) {
-  long long per = (vocab + hidden - 1) / hidden, rows = (bt + per - 1) / per, c = 1;
-  while (c < rows) c *= 2;
+/* the spec's rule, computed here: min(512, max(256, next_pow2(ceil(bt / 4)))), at most bt */
+static long long rule_chunk(long long bt, long long hidden, long long vocab) {
+  (void)hidden, (void)vocab;
+  long long c = 1;
+  while (c < (bt + 3) / 4) c *= 2;
+  c = c < 256 ? 256 : c > 512 ? 512 : c;
   return c < bt ? c : bt;
+}
+
+/* the GEMMs a call of this dtype takes by default in this build, on this
+ * CPU (the spec's "prefer"): oneDNN where it runs the dtype */
+static const char *default_gemm(int dtype) {
+  return !rt_dnnl_missing() && rt_dnnl_runs((ubg_dtype)dtype) ? "onednn" : "generated";
 }
 
 /* `plan flce.chunk --json` at a shape; exit 0 expected */
@@ -2104,10 +2119,10 @@ static const char *jstr(json_t *j, const char *key) {
   return v;
 }
 
-Test(cli, plan_flce_chunk_without_a_db_is_ligers_rule) {
+Test(cli, plan_flce_chunk_without_a_db_is_the_rule) {
   static const long long shapes[][3] = {{4096, 1024, 32768}, {512, 512, 16384}, {100, 64, 64}, {7, 100, 50}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-    const long long bt = shapes[i][0], h = shapes[i][1], v = shapes[i][2], want = ligers_chunk(bt, h, v);
+    const long long bt = shapes[i][0], h = shapes[i][1], v = shapes[i][2], want = rule_chunk(bt, h, v);
     char shape[128];
     snprintf(shape, sizeof shape, "bt=%lld,hidden=%lld,vocab=%lld", bt, h, v);
     for (int d = 0; d < 3; d++) {
@@ -2117,7 +2132,7 @@ Test(cli, plan_flce_chunk_without_a_db_is_ligers_rule) {
       cr_assert_eq(jint(j, "rule_chunk"), want, "%s %s", dt, shape);
       cr_assert_str_eq(jstr(j, "source"), "spec rule");
       cr_assert(strstr(jstr(j, "not_tuned"), "no tuning DB"), "%s", jstr(j, "not_tuned"));
-      cr_assert_str_eq(jstr(j, "gemm"), "generated");
+      cr_assert_str_eq(jstr(j, "gemm"), default_gemm(d));
       cr_assert_eq(jint(j, "chunks"), (bt + want - 1) / want);
       /* what ubg_flce allocates for the chunk: its logits, in whole 64-byte lines */
       cr_assert_eq(jint(j, "logits_bytes"), (want * v * 4 + 63) / 64 * 64, "%s %s", dt, shape);
@@ -2132,11 +2147,11 @@ Test(cli, plan_flce_chunk_without_a_db_is_ligers_rule) {
       json_decref(j);
     }
   }
-  /* the example of the docs: 128 rows, said in text too */
-  cr_assert_eq(ligers_chunk(4096, 1024, 32768), 128);
+  /* the example of the docs: 512 rows, said in text too */
+  cr_assert_eq(rule_chunk(4096, 1024, 32768), 512);
   run_result r = ubgen("plan flce.chunk --dtype bf16 --shape bt=4096,hidden=1024,vocab=32768");
   assert_status(r, 0);
-  cr_assert(strstr(r.out, "chunk     128 rows  (spec rule") && strstr(r.out, "chunks    32 of 128 rows"), "%s",
+  cr_assert(strstr(r.out, "chunk     512 rows  (spec rule") && strstr(r.out, "chunks    8 of 512 rows"), "%s",
             r.out);
   cr_assert_str_empty(r.err);
   run_free(&r);
@@ -2207,7 +2222,7 @@ Test(cli, plan_flce_chunk_follows_the_tuning_db) {
   cr_assert(strstr(jstr(j, "why"), "900.0 us") && strstr(jstr(j, "why"), "chunk=128"), "%s", jstr(j, "why"));
   cr_assert_null(json_object_get(j, "not_tuned"));
   cr_assert_eq(jint(j, "chunks"), 125);
-  cr_assert_eq(jint(j, "rule_chunk"), ligers_chunk(4000, 1000, 30000));
+  cr_assert_eq(jint(j, "rule_chunk"), rule_chunk(4000, 1000, 30000));
   json_decref(j);
   /* the same from $UBGEN_TUNING_DB, in text */
   setenv("UBGEN_TUNING_DB", db, 1);
@@ -2327,7 +2342,7 @@ Test(cli, plan_flce_chunk_follows_the_specs_rule) {
   copy_in("specs/flce.json", dir);
   copy_in("specs/flce_ref.c", dir);
   char *dst = path_in(dir, "flce.json");
-  edit_file(dst, "\"default\": \"next_pow2(cdiv(bt, cdiv(vocab, hidden)))\"", "\"default\": \"min(cdiv(bt, 3), 48)\"");
+  edit_file(dst, "\"default\": \"min(512, max(256, next_pow2(cdiv(bt, 4))))\"", "\"default\": \"min(cdiv(bt, 3), 48)\"");
   setenv("UBGEN_SPEC_PATH", dir, 1);
   json_t *j = plan_flce("f32", "bt=100,hidden=32,vocab=300", "");
   unsetenv("UBGEN_SPEC_PATH");
@@ -2336,7 +2351,7 @@ Test(cli, plan_flce_chunk_follows_the_specs_rule) {
   cr_assert(strstr(jstr(j, "why"), "min(cdiv(bt, 3), 48) = 34"), "%s", jstr(j, "why"));
   json_decref(j);
   j = plan_flce("f32", "bt=100,hidden=32,vocab=300", "");
-  cr_assert_eq(jint(j, "chunk"), 16, "the shipped rule again");
+  cr_assert_eq(jint(j, "chunk"), 100, "the shipped rule again: min(512, max(256, 32)), at most bt");
   json_decref(j);
   free(dst), free(dir);
 }

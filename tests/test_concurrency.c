@@ -105,7 +105,7 @@ static ubg_status run_op(ubg_ctx *ctx, int k, calls *c, char *ran, size_t n) {
   return s;
 }
 
-static const char *const op_prefix[4] = {"rms_norm_fwd_bf16_", "embedding_fwd_f32_", "attn_res_fwd_f32_", "flce_logits_f32_"};
+static const char *const op_prefix[4] = {"rms_norm_fwd_bf16_", "embedding_fwd_f32_", "attn_res_fwd_f32_", "flce_ce_f32_"};
 
 /* the bytes of op k's outputs in a and b differ: what, else NULL */
 static const char *differs(int k, const calls *a, const calls *b) {

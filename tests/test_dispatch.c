@@ -193,9 +193,9 @@ static flce_result run_flce(int64_t bt, int64_t h, int64_t v) {
 static void free_flce(flce_result *r) { free(r->dx), free(r->dw); }
 
 Test(dispatch, flce_chunk_follows_the_db, .init = setup, .fini = teardown) {
-  const int64_t bt = 100, h = 32, v = 300; /* Liger's rule: next_pow2(cdiv(100, cdiv(300, 32))) = 16 */
+  const int64_t bt = 100, h = 32, v = 300; /* the rule: min(512, max(256, next_pow2(cdiv(100, 4)))) = 256, at most bt: 100 */
   flce_result base = run_flce(bt, h, v);
-  cr_assert(strstr(base.variant, ";chunk=16 (spec rule)"), "%s", base.variant);
+  cr_assert(strstr(base.variant, ";chunk=100 (spec rule)"), "%s", base.variant);
   write_flce_entry(128, 32, 512, "chunk=40");
   flce_result tuned = run_flce(bt, h, v);
   cr_assert(strstr(tuned.variant, ";chunk=40 (tuned)"), "bucket (128, 32, 512) holds this call: %s", tuned.variant);

@@ -45,6 +45,16 @@ static int64_t flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, i
   return rt_composite_chunk_rows(ctx, "flce", "chunk", UBG_F32, (const int64_t[3]){bt, hidden, vocab}, bt);
 }
 
+/* a context on the generated GEMMs: what this file tests of them (bits
+ * across chunks, threads and variants, the scratch bound) is theirs; the
+ * library GEMMs' own properties are tested in test_flce_onednn.c and
+ * test_flce_amx.c */
+static ubg_ctx *generated_ctx(ubg_backend backend, int threads) {
+  ubg_ctx *ctx = tc_ctx(backend, threads);
+  if (ctx) cr_assert_eq(ubg_set_variant(ctx, "flce", "chunk", "gemm=generated"), UBG_OK, "%s", ubg_ctx_error(ctx));
+  return ctx;
+}
+
 static const double G_ATOL[3] = {1e-5, 1e-3, 5e-3}, G_RTOL[3] = {5e-4, 1e-2, 5e-2};
 static const double L_ATOL = 1e-5, L_RTOL = 5e-4;
 
@@ -317,7 +327,7 @@ static void check_case(ubg_ctx *ctx, const fc *c) {
 /* each dtype, on a fresh context */
 #define FOR_DTYPES(ctx)                                                                                                \
   for (int dt = 0; dt < 3; dt++)                                                                                       \
-    for (ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 0); ctx; ubg_ctx_destroy(ctx), ctx = NULL)
+    for (ubg_ctx *ctx = generated_ctx(UBG_BACKEND_AUTO, 0); ctx; ubg_ctx_destroy(ctx), ctx = NULL)
 
 /* ---- each option alone, then together */
 
@@ -496,7 +506,7 @@ Test(flce_ce_op, cross_entropy_on_given_logits) {
     }
   }
   /* rows beyond one chunk of widened f16 and bf16 logits (4 MiB of f32) */
-  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 0);
+  ubg_ctx *ctx = generated_ctx(UBG_BACKEND_AUTO, 0);
   fc c = base(REF_BF16, 70, 0, 16384);
   c.red = UBG_REDUCE_SUM;
   ce_op_case(ctx, &c, false, true);
@@ -504,7 +514,7 @@ Test(flce_ce_op, cross_entropy_on_given_logits) {
 }
 
 Test(flce_ce_op, refuses_bad_arguments) {
-  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 1);
+  ubg_ctx *ctx = generated_ctx(UBG_BACKEND_AUTO, 1);
   float logits[3 * 5] = {0}, dl[3 * 5], loss = -7, bias[5] = {0};
   int64_t t[3] = {0, 4, 7};
   ubg_flce_opts o;
@@ -685,7 +695,7 @@ static void ce_variants_sweep(int dt, int64_t vocab) {
   describe(&c, where, sizeof where);
   tc_variants vs = tc_kernel_variants("flce", "ce", dt);
   cr_assert(vs.n > 0, "no flce.ce variants for %s", ug_dtype_name(dt));
-  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 0);
+  ubg_ctx *ctx = generated_ctx(UBG_BACKEND_AUTO, 0);
   fout first;
   const char *first_name = NULL;
   int ran = 0, partial = 0;
@@ -827,7 +837,7 @@ Test(flce_bitwise, one_and_two_threads) {
       char where[300];
       describe(&c, where, sizeof where);
       fin in = make_inputs(&c);
-      ubg_ctx *one = tc_ctx(UBG_BACKEND_AUTO, 1), *two = tc_ctx(UBG_BACKEND_AUTO, 2);
+      ubg_ctx *one = generated_ctx(UBG_BACKEND_AUTO, 1), *two = generated_ctx(UBG_BACKEND_AUTO, 2);
       fout a = run_plain(one, &c, &in, "1 thread"), b = run_plain(two, &c, &in, "2 threads");
       cr_assert(same_out(&a, &b), "%s: 1 and 2 threads differ in %s", where, first_diff(&a, &b));
       fref r = make_ref(&c, &in);
@@ -846,7 +856,7 @@ Test(flce_bitwise, gemm_variants, .timeout = 120 * TC_TIME_SCALE) {
     char where[300];
     describe(&c, where, sizeof where);
     fin in = make_inputs(&c);
-    ubg_ctx *dflt = tc_ctx(UBG_BACKEND_AUTO, 0), *ctx = tc_ctx(UBG_BACKEND_AUTO, 0);
+    ubg_ctx *dflt = generated_ctx(UBG_BACKEND_AUTO, 0), *ctx = generated_ctx(UBG_BACKEND_AUTO, 0);
     fout want = run_plain(dflt, &c, &in, "default variants");
     fref r = make_ref(&c, &in);
     check_ref(&c, &in, &want, &r, where);
@@ -882,7 +892,7 @@ static ubg_ctx *chunk_ctx(int64_t rows, int threads) {
   char buf[64];
   snprintf(buf, sizeof buf, "flce.chunk=chunk=%lld", (long long)rows);
   setenv("UBGEN_VARIANT", buf, 1);
-  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, threads);
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, threads); /* a whole name: the generated GEMMs */
   unsetenv("UBGEN_VARIANT");
   return ctx;
 }
@@ -896,7 +906,7 @@ Test(flce_bitwise, chunk_sizes) {
       char where[300];
       describe(&c, where, sizeof where);
       fin in = make_inputs(&c);
-      ubg_ctx *dflt = tc_ctx(UBG_BACKEND_AUTO, 0);
+      ubg_ctx *dflt = generated_ctx(UBG_BACKEND_AUTO, 0);
       fout want = run_plain(dflt, &c, &in, "default chunk");
       const int64_t dchunk = flce_chunk_rows(dflt, c.bt, c.h, c.v);
       const int64_t chunks[5] = {1, 5, 16, 64, 1000};
@@ -933,7 +943,7 @@ Test(flce_bitwise, chunk_sizes) {
  * truncation O(step^2) */
 Test(flce_grad, finite_differences_of_ubg_flce) {
   const ubg_reduction reds[3] = {UBG_REDUCE_MEAN, UBG_REDUCE_SUM, UBG_REDUCE_NONE};
-  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 0);
+  ubg_ctx *ctx = generated_ctx(UBG_BACKEND_AUTO, 0);
   for (int k = 0; k < 3; k++) {
     fc c = base(UBG_F32, 3, 4, 5);
     c.red = reds[k];
@@ -1149,7 +1159,7 @@ Test(flce_torch, matches_torch_cross_entropy, .timeout = 300 * TC_TIME_SCALE) {
   }
   cr_assert((size_t)len < sizeof cmd);
   cr_assert_eq(system(cmd), 0, "%s failed", cmd);
-  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 0);
+  ubg_ctx *ctx = generated_ctx(UBG_BACKEND_AUTO, 0);
   for (int i = 0; i < n; i++) {
     fin in = make_inputs(&cases[i]);
     snprintf(dir, sizeof dir, "%s/%02d", root, i);
@@ -1167,7 +1177,7 @@ Test(flce_torch, matches_torch_cross_entropy, .timeout = 300 * TC_TIME_SCALE) {
 Test(flce_bitwise, chunk_forced_by_name) {
   fc c = bitwise_case(2);
   fin in = make_inputs(&c);
-  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 0);
+  ubg_ctx *ctx = generated_ctx(UBG_BACKEND_AUTO, 0);
   fout want = run_plain(ctx, &c, &in, "default chunk");
   cr_assert(strstr(ubg_ctx_last_variant(ctx), "(spec rule)"), "%s", ubg_ctx_last_variant(ctx));
   cr_assert_eq(ubg_set_variant(ctx, "flce", "chunk", "chunk=5"), UBG_OK, "%s", ubg_ctx_error(ctx));
@@ -1214,7 +1224,7 @@ static void expect_scratch_bound(ubg_ctx *ctx, const fc *c) {
 }
 
 Test(flce_memory, scratch_within_the_chunk_bound) {
-  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 0);
+  ubg_ctx *ctx = generated_ctx(UBG_BACKEND_AUTO, 0);
   for (int dt = 0; dt < 3; dt++) {
     fc c = base(dt, 256, 64, 600);
     expect_scratch_bound(ctx, &c);
@@ -1228,17 +1238,17 @@ Test(flce_memory, scratch_within_the_chunk_bound) {
   ubg_ctx_destroy(ctx);
 }
 
-/* docs/semantics.md "FLCE chunks": Liger's rule, chunk = next_pow2(ceil(BT / ceil(V / H))) */
-Test(flce_memory, default_chunk_is_ligers_rule) {
-  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 0);
+/* docs/semantics.md "FLCE chunks": chunk = min(512, max(256, next_pow2(ceil(BT / 4)))), at most BT */
+Test(flce_memory, default_chunk_rule) {
+  ubg_ctx *ctx = generated_ctx(UBG_BACKEND_AUTO, 0);
   const int64_t shapes[][3] = {{4096, 4096, 128256}, {256, 64, 600}, {64, 16, 4099}, {1000, 96, 300}, {7, 100, 50}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     const int64_t bt = shapes[i][0], h = shapes[i][1], v = shapes[i][2];
-    const int64_t inc = (v + h - 1) / h, rows = (bt + inc - 1) / inc;
     int64_t rule = 1;
-    while (rule < rows) rule *= 2;
+    while (rule < (bt + 3) / 4) rule *= 2;
+    rule = rule < 256 ? 256 : rule > 512 ? 512 : rule;
     const int64_t got = flce_chunk_rows(ctx, bt, h, v);
-    cr_assert(got == rule || (rule >= bt && got == bt), "bt=%lld H=%lld V=%lld: chunk %lld, Liger's rule %lld",
+    cr_assert(got == (rule < bt ? rule : bt), "bt=%lld H=%lld V=%lld: chunk %lld, the rule %lld",
               (long long)bt, (long long)h, (long long)v, (long long)got, (long long)rule);
   }
   ubg_ctx_destroy(ctx);
@@ -1397,14 +1407,15 @@ Test(flce_refuses, huge_sizes_before_any_arithmetic, .init = fx_setup, .fini = f
                        &fx.out),
               UBG_EINVAL, cases[i].needle);
   /* the chunk rule itself (the spec's expression) at the extremes of what
-   * validation lets through: where it overflows, all rows */
-  cr_assert_eq(flce_chunk_rows(fx.ctx, INT64_MAX, 1, 1), INT64_MAX);
-  cr_assert_eq(flce_chunk_rows(fx.ctx, two62 + 1, 16, 16), two62 + 1);
-  cr_assert_eq(flce_chunk_rows(fx.ctx, two62, 16, 16), two62);
+   * validation lets through */
+  cr_assert_eq(flce_chunk_rows(fx.ctx, INT64_MAX, 1, 1), 512);
+  cr_assert_eq(flce_chunk_rows(fx.ctx, two62 + 1, 16, 16), 512);
+  cr_assert_eq(flce_chunk_rows(fx.ctx, two62, 16, 16), 512);
   cr_assert_eq(flce_chunk_rows(fx.ctx, 4, INT32_MAX, 16), 4);
-  cr_assert_eq(flce_chunk_rows(fx.ctx, 4, 1, INT32_MAX), 1);
+  cr_assert_eq(flce_chunk_rows(fx.ctx, 4, 1, INT32_MAX), 4);
   cr_assert_eq(flce_chunk_rows(fx.ctx, 0, 1, 1), 1);
-  cr_assert_eq(flce_chunk_rows(fx.ctx, 100, 32, 300), 16);
+  cr_assert_eq(flce_chunk_rows(fx.ctx, 100, 32, 300), 100);
+  cr_assert_eq(flce_chunk_rows(fx.ctx, 300, 32, 300), 256);
   /* without a context no spec says the rule: one chunk of every row */
   cr_assert_eq(flce_chunk_rows(NULL, 100, 32, 300), 100);
 }

@@ -10,8 +10,7 @@
 #include <string.h>
 
 #include "../runtime/gemm_amx.h"
-#include "ref/flce_ref.h"
-#include "test_util.h"
+#include "flce_library.h"
 
 #define SKIP_WITHOUT_AMX()                                                                                    \
   do {                                                                                                        \
@@ -19,18 +18,6 @@
       cr_skip_test("this CPU has no AMX-BF16 tiles (or the kernel does not grant them): tested is only that " \
                    "gemm=amx is refused (flce_amx.refused_without_amx)");                                     \
   } while (0)
-
-/* |got - want| <= tol (max |want| + |want|) everywhere */
-static void expect_near(const char *what, const void *got, int dt, const double *want, int64_t n, double tol,
-                        const char *where) {
-  double big = 0;
-  for (int64_t i = 0; i < n; i++) big = fmax(big, fabs(want[i]));
-  for (int64_t i = 0; i < n; i++) {
-    const double g = ref_load(got, i, dt);
-    cr_assert(fabs(g - want[i]) <= tol * (big + fabs(want[i])), "%s: %s[%lld] = %.9g, reference %.9g (largest %g)",
-              where, what, (long long)i, g, want[i], big);
-  }
-}
 
 /* ---- the tile GEMM alone: C (+)= A B for A bf16 or f32, either layout of
  * A and of B, sizes that are and are not whole tiles */
@@ -143,72 +130,26 @@ static ubg_ctx *amx_ctx(int threads, const char *variant) {
   return ctx;
 }
 
-typedef struct {
-  int64_t bt, h, v;
-  bool options; /* bias, class weights, smoothing, z-loss, softcap */
-  ubg_reduction red;
-  const char *variant;
-} amx_case;
-
-static void call_case(const amx_case *k, int threads, void **dx_out, void **dw_out) {
-  char where[200];
-  snprintf(where, sizeof where, "bf16 bt=%lld H=%lld V=%lld%s %s, %s, %d threads", (long long)k->bt, (long long)k->h,
-           (long long)k->v, k->options ? " with options" : "", k->red == UBG_REDUCE_NONE ? "none" : "mean", k->variant,
-           threads);
-  ubg_ctx *ctx = amx_ctx(threads, k->variant);
-  const int64_t bt = k->bt, h = k->h, v = k->v;
-  uint16_t *x = tc_tensor(REF_BF16, bt * h, 0, 1, 21), *w = tc_tensor(REF_BF16, v * h, 0, 0.25, 22);
-  uint16_t *bias = tc_tensor(REF_BF16, v, 0, 0.5, 23);
-  float *cw = tc_tensor(REF_F32, v, 1, 0.2, 24), *go = tc_tensor(REF_F32, bt, 1, 0.5, 25);
-  int64_t *target = malloc((size_t)bt * sizeof *target);
-  uint64_t s = 26;
-  for (int64_t i = 0; i < bt; i++) target[i] = i % 7 == 3 ? -100 : (int64_t)(tc_next(&s) % (uint64_t)v);
-  ubg_flce_opts o;
-  ubg_flce_opts_init(&o);
-  o.reduction = k->red;
-  if (k->red == UBG_REDUCE_NONE) o.grad_output = go;
-  if (k->options) o.label_smoothing = 0.1f, o.lse_square_scale = 1e-3f, o.softcap = 3.0f, o.bias = bias, o.ce_weight = cw;
-  const int64_t nl = k->red == UBG_REDUCE_NONE ? bt : 1;
-  float *loss = malloc((size_t)nl * 4);
-  uint16_t *dx = malloc((size_t)(bt * h) * 2), *dw = malloc((size_t)(v * h) * 2), *db = malloc((size_t)v * 2);
-  ubg_flce_out out = {loss, NULL, NULL, dx, dw, k->options ? db : NULL, NULL};
-  cr_assert_eq(ubg_flce(ctx, UBG_BF16, bt, h, v, x, w, target, &o, &out), UBG_OK, "%s: %s", where, ubg_ctx_error(ctx));
-  cr_assert(!strncmp(ubg_ctx_last_variant(ctx), "amx;flce_ce_bf16_", 17) && strstr(ubg_ctx_last_variant(ctx), ";amx;amx;"),
-            "%s: ran %s", where, ubg_ctx_last_variant(ctx));
-  double *rl = malloc((size_t)nl * sizeof *rl), *rdx = malloc((size_t)(bt * h) * sizeof *rdx),
-         *rdw = malloc((size_t)(v * h) * sizeof *rdw), *rdb = malloc((size_t)v * sizeof *rdb);
-  flce_ref_full(REF_BF16, bt, h, v, x, w, target, &o, rl, NULL, NULL, rdx, rdw, k->options ? rdb : NULL);
-  expect_near("loss", loss, REF_F32, rl, nl, 1e-4, where);
-  expect_near("dx", dx, REF_BF16, rdx, bt * h, 2e-2, where);
-  expect_near("dweight", dw, REF_BF16, rdw, v * h, 2e-2, where);
-  if (k->options) expect_near("dbias", db, REF_BF16, rdb, v, 2e-2, where);
-  if (dx_out) *dx_out = dx, *dw_out = dw;
-  else free(dx), free(dw);
-  free(x), free(w), free(bias), free(cw), free(go), free(target), free(loss), free(db);
-  free(rl), free(rdx), free(rdw), free(rdb);
-  ubg_ctx_destroy(ctx);
-}
-
 Test(flce_amx, matches_the_reference) {
   SKIP_WITHOUT_AMX();
-  const amx_case cases[] = {
-      {37, 64, 300, true, UBG_REDUCE_MEAN, "chunk=16,gemm=amx"},   /* three chunks, the last short */
-      {70, 130, 257, false, UBG_REDUCE_MEAN, "chunk=64,gemm=amx"}, /* no size a whole tile */
-      {1, 1, 1, false, UBG_REDUCE_MEAN, "chunk=1,gemm=amx"},
-      {33, 40, 1000, true, UBG_REDUCE_NONE, "chunk=8,gemm=amx"},   /* per-row upstream gradients */
-      {64, 96, 512, false, UBG_REDUCE_MEAN, "chunk=64,gemm=amx"},  /* whole tiles throughout */
+  const flce_lib_case cases[] = {
+      {REF_BF16, 37, 64, 300, true, UBG_REDUCE_MEAN, "chunk=16,gemm=amx"},   /* three chunks, the last short */
+      {REF_BF16, 70, 130, 257, false, UBG_REDUCE_MEAN, "chunk=64,gemm=amx"}, /* no size a whole tile */
+      {REF_BF16, 1, 1, 1, false, UBG_REDUCE_MEAN, "chunk=1,gemm=amx"},
+      {REF_BF16, 33, 40, 1000, true, UBG_REDUCE_NONE, "chunk=8,gemm=amx"},   /* per-row upstream gradients */
+      {REF_BF16, 64, 96, 512, false, UBG_REDUCE_MEAN, "chunk=64,gemm=amx"},  /* whole tiles throughout */
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) call_case(&cases[i], 2, NULL, NULL);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) flce_lib_call(&cases[i], "amx", 2, NULL, NULL);
 }
 
 /* every C block is one thread's, summed over all of k: the bits do not
  * depend on the thread count */
 Test(flce_amx, same_bits_on_one_and_two_threads) {
   SKIP_WITHOUT_AMX();
-  const amx_case k = {70, 130, 257, true, UBG_REDUCE_MEAN, "chunk=32,gemm=amx"};
+  const flce_lib_case k = {REF_BF16, 70, 130, 257, true, UBG_REDUCE_MEAN, "chunk=32,gemm=amx"};
   void *dx1, *dw1, *dx2, *dw2;
-  call_case(&k, 1, &dx1, &dw1);
-  call_case(&k, 2, &dx2, &dw2);
+  flce_lib_call(&k, "amx", 1, &dx1, &dw1);
+  flce_lib_call(&k, "amx", 2, &dx2, &dw2);
   cr_assert(!memcmp(dx1, dx2, (size_t)(k.bt * k.h) * 2), "dx differs between 1 and 2 threads");
   cr_assert(!memcmp(dw1, dw2, (size_t)(k.v * k.h) * 2), "dweight differs between 1 and 2 threads");
   free(dx1), free(dw1), free(dx2), free(dw2);

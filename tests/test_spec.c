@@ -1016,7 +1016,13 @@ Test(spec, flce_composite_axes_and_names) {
   cr_assert_eq(c->naxes, 2);
   cr_assert_str_eq(c->axes[0].name, "chunk");
   cr_assert_str_eq(c->axes[1].name, "gemm");
-  cr_assert_eq(c->axes[1].nvalues, 3);
+  cr_assert_eq(c->axes[1].nvalues, 4);
+  /* what a call takes before the default: AMX tiles for bf16 from hidden 2048, then oneDNN */
+  const ug_comp_axis *g = &c->axes[1];
+  cr_assert(g->nprefer == 2 && !strcmp(g->values[g->prefer[0]], "amx") && !strcmp(g->values[g->prefer[1]], "onednn"));
+  const int64_t wide[3] = {64, 2048, 1000}, narrow[3] = {64, 2047, 1000};
+  cr_assert(ug_comp_prefer_holds(g, 0, wide, 3, 2) && !ug_comp_prefer_holds(g, 0, narrow, 3, 2) &&
+            !ug_comp_prefer_holds(g, 0, wide, 3, 0) && ug_comp_prefer_holds(g, 1, narrow, 3, 1));
   /* its public arguments, a pass's grammar: the tensors, the shape, the options with their bounds */
   const ug_pass *call = c->call;
   cr_assert_not_null(call);
@@ -1029,9 +1035,9 @@ Test(spec, flce_composite_axes_and_names) {
   const ug_arg *ls = &call->args[ug_pass_arg(call, "label_smoothing")];
   cr_assert(ls->kind == UG_ARG_FLOAT && ls->has_min && ls->has_max && ls->fmin == 0.0 && ls->fmax == 1.0);
   cr_assert(call->sym_dtype >= 0 && call->nchecks == 2);
-  /* Liger's rule, next_pow2(ceil(bt / ceil(vocab / hidden))), at a few shapes */
-  const int64_t shapes[][4] = {{4096, 1024, 32768, 128}, {100, 32, 300, 16}, {7, 100, 50, 8}, {0, 1, 1, 1},
-                               {1000, 4096, 128256, 32}};
+  /* the rule, min(512, max(256, next_pow2(ceil(bt / 4)))) (the runtime caps it at bt), at a few shapes */
+  const int64_t shapes[][4] = {{4096, 1024, 32768, 512}, {100, 32, 300, 256}, {7, 100, 50, 256}, {0, 1, 1, 256},
+                               {2000, 4096, 128256, 512}, {1025, 4096, 128256, 512}, {1024, 4096, 128256, 256}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     int64_t v = -1;
     cr_assert_eq(ug_comp_default(&c->axes[0], shapes[i], &v), 0);
@@ -1040,8 +1046,8 @@ Test(spec, flce_composite_axes_and_names) {
   }
   const int64_t huge[3] = {INT64_MAX, 1, 1};
   int64_t v = -1;
-  cr_assert_eq(ug_comp_default(&c->axes[0], huge, &v), -1, "next_pow2 past 2^62 is an overflow");
-  cr_assert_eq(v, -1);
+  cr_assert_eq(ug_comp_default(&c->axes[0], huge, &v), 0, "cdiv(bt, 4) keeps next_pow2 below 2^62");
+  cr_assert_eq(v, 512);
   cr_assert_eq(ug_comp_default(&c->axes[1], huge, &v), -1, "a named axis has no expression");
 
   int64_t val[2];
@@ -1050,9 +1056,10 @@ Test(spec, flce_composite_axes_and_names) {
     const char *name;
     int64_t chunk, gemm;
     bool chunk_given, gemm_given;
-  } good[] = {{"chunk=256", 256, 0, true, false},   {"chunk=256,gemm=amx", 256, 2, true, true},
-              {"chunk=1", 1, 0, true, false},       {"chunk=1073741824,gemm=openblas", 1073741824, 1, true, true},
-              {"gemm=openblas", 0, 1, false, true}, {"gemm=generated", 0, 0, false, true}};
+  } good[] = {{"chunk=256", 256, 0, true, false},   {"chunk=256,gemm=amx", 256, 3, true, true},
+              {"chunk=1", 1, 0, true, false},       {"chunk=1073741824,gemm=openblas", 1073741824, 2, true, true},
+              {"gemm=openblas", 0, 2, false, true}, {"gemm=generated", 0, 0, false, true},
+              {"chunk=512,gemm=onednn", 512, 1, true, true}};
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     cr_assert_eq(ug_comp_parse(c, good[i].name, val, given), 0, "%s", good[i].name);
     cr_assert(given[0] == good[i].chunk_given && given[1] == good[i].gemm_given, "%s", good[i].name);

@@ -68,6 +68,7 @@ Test(noaot, embedding_and_attn_res_are_compiled_and_right) {
 Test(noaot, flce_is_compiled_and_right) {
   ubg_ctx *ctx;
   cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
+  cr_assert_eq(ubg_set_variant(ctx, "flce", "chunk", "gemm=generated"), UBG_OK, "%s", ubg_ctx_error(ctx));
   enum { BT = 9, H = 24, V = 70 };
   float *x = tc_tensor(REF_F32, BT * H, 0, 1, 7), *w = tc_tensor(REF_F32, V * H, 0, 0.2, 8);
   int64_t target[BT] = {3, 69, 0, -100, 12, 12, 40, 5, 66};

@@ -26,10 +26,11 @@ def leaf(t, dtype=F64):
     return t.detach().to(dtype).clone().requires_grad_(True)
 
 
-def assert_close(actual, expected, atol, rtol, what=""):
-    """|actual - expected| <= atol + rtol |expected| everywhere (torch.allclose
-    with expected as `other`), NaN and Inf matching; shapes must agree. The
-    message names the worst element."""
+def assert_close(actual, expected, atol, rtol, what="", extra=None):
+    """|actual - expected| <= atol + rtol |expected| (+ extra, elementwise,
+    where given) everywhere (torch.allclose with expected as `other`), NaN
+    and Inf matching; shapes must agree. The message names the worst
+    element."""
     assert actual is not None, "%s: got None" % what
     assert tuple(actual.shape) == tuple(expected.shape), "%s: shape %s, expected %s" % (
         what, tuple(actual.shape), tuple(expected.shape))
@@ -40,7 +41,7 @@ def assert_close(actual, expected, atol, rtol, what=""):
     assert not bad_special.any(), "%s: non-finite values differ" % what
     diff = torch.where(fin, (a - e).abs(), torch.zeros_like(a))
     diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
-    tol = atol + rtol * e.abs()
+    tol = atol + rtol * e.abs() + (0 if extra is None else extra.to(F64))
     excess = torch.where(fin, diff - tol, torch.full_like(diff, -1.0))
     if a.numel() and excess.max() > 0:
         i = int(excess.reshape(-1).argmax())
