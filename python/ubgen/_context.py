@@ -7,7 +7,9 @@ the one it replaces is kept until the process exits, since another thread
 may be inside a call on it.
 """
 import ctypes
+import os
 import struct
+import sys
 import threading
 
 from . import _lib
@@ -46,6 +48,7 @@ class Context:
         self.handle = handle.value
         self.settings = dict(backend=backend, threads=threads, ub_bytes=ub_bytes, safety_margin=safety_margin,
                              tuning_db=tuning_db, cache_dir=cache_dir, spec_path=spec_path)
+        self.torch_threads = None  # the process context's: torch's thread count it was made with, when it follows it
 
     def check(self, status):
         if status != _lib.OK:
@@ -158,17 +161,46 @@ _lock = threading.Lock()
 _current = None
 _retired = []
 _settings = {}
+_torch = None  # torch, while the process context follows its thread count
+
+
+def _follows_torch(settings):
+    """torch, when the process context takes its threads from torch's
+    intra-op count: torch is loaded and neither configure(threads=) nor
+    UBGEN_THREADS gives a count. One count for both keeps the two OpenMP
+    pools from oversubscribing the cores (docs/python.md)."""
+    torch = sys.modules.get("torch")
+    if torch is None or settings.get("threads") is not None or os.environ.get("UBGEN_THREADS"):
+        return None
+    return torch
 
 
 def context():
-    """The process context, created on first use (thread-safe)."""
-    global _current
+    """The process context, created on first use (thread-safe); made anew
+    with torch's thread count when it follows torch and torch.set_num_threads
+    changed it."""
+    global _current, _torch
     ctx = _current
-    if ctx is None:
-        with _lock:
-            if _current is None:
-                _current = Context(**_settings)
-            ctx = _current
+    if ctx is not None and (_torch is None or _torch.get_num_threads() == ctx.torch_threads):
+        return ctx
+    with _lock:
+        follow = _follows_torch(_settings)
+        if _current is None or (follow is not None and follow.get_num_threads() != _current.torch_threads):
+            if _current is not None:
+                _retired.append(_current)
+            _current = _made(_settings, follow)
+            _torch = follow
+        ctx = _current
+    return ctx
+
+
+def _made(settings, follow):
+    """a context of these settings, on torch's thread count when it follows torch"""
+    if follow is None:
+        return Context(**settings)
+    n = follow.get_num_threads()
+    ctx = Context(**dict(settings, threads=n))
+    ctx.settings["threads"], ctx.torch_threads = None, n
     return ctx
 
 
@@ -176,13 +208,15 @@ def configure(**settings):
     """Sets the process context's settings (backend, threads, ub_bytes,
     safety_margin, tuning_db, cache_dir, spec_path) and creates it anew: the next
     call runs on it. A bad setting raises and changes nothing."""
-    global _current, _settings
-    fresh = Context(**settings)
+    global _current, _settings, _torch
+    follow = _follows_torch(settings)
+    fresh = _made(settings, follow)
     with _lock:
         if _current is not None:
             _retired.append(_current)
         _current = fresh
         _settings = dict(settings)
+        _torch = follow
     return fresh
 
 
