@@ -7,14 +7,14 @@ AttnRes, fused linear cross entropy) from libubgen.so, through ctypes.
 `ubgen.configure(backend=..., threads=..., ub_bytes=..., tuning_db=...)`
 sets the process context the ops run on (docs/python.md).
 """
-from ._context import Context, configure, context, settings
+from ._context import Context, _dtype_code, configure, context, settings
 from ._lib import LIB_PATH, OutOfBounds, UbgenError
 
 
 def launch(kernel, pass_, dtype, **args):
     """Runs kernel.pass_ on the process context, arguments by their spec
     names (Context.launch): any kernel the library serves, a user's too."""
-    context().launch(kernel, pass_, dtype, **args)
+    context()._launch_args(kernel, pass_, _dtype_code(dtype), args)
 
 
 def prepare(kernel, pass_, dtype, variant=None):

@@ -84,26 +84,19 @@ class Context:
         on the CPU, outputs written in place; None for an omitted optional
         tensor; ints and floats. The library checks every buffer's byte
         size against the spec's shape before anything runs."""
-        code = _dtype_code(dtype)
-        formats, values, sizes = [], [], []
-        for name, value in args.items():
-            size = -1
-            if value is None:
-                kind, value = _lib.ARG_PTR, 0
-            elif isinstance(value, int):  # bool too
-                kind, value = _lib.ARG_I64, int(value)
-            elif isinstance(value, float):
-                kind = _lib.ARG_F64
-            else:
-                kind = _lib.ARG_PTR
-                value, size = _buffer(name, value)
-            formats.append(_lib.ARG_FORMATS[kind])
-            values += (_lib.name_address(name), kind, value)
-            sizes.append(size)
-        n = len(sizes)
-        packed = struct.pack("=" + "".join(formats), *values) if n else bytes(ctypes.sizeof(_lib.Arg))
-        nbytes = struct.pack("=%dq" % n, *sizes) if n else bytes(8)
-        self._check_named(_lib.launch_sized(self.handle, kernel.encode(), pass_.encode(), code, packed, n, nbytes))
+        self._launch_args(kernel, pass_, _dtype_code(dtype), args)
+
+    def _launch_args(self, kernel, pass_, code, args):
+        """launch with the dtype as the library's code and the arguments as
+        a dict, name -> value: for callers that hold both already
+        (ubgen.torch's ops), without a second keyword packing per call"""
+        values = list(args.values())
+        key = (kernel, pass_, tuple(args), tuple(map(type, values)))
+        layout = _layouts.get(key) or _new_layout(key)
+        packed, nbytes = layout.pack(values)
+        status = _lib.launch_sized(self.handle, layout.kernel, layout.pass_, code, packed, len(values), nbytes)
+        if status != _lib.OK:
+            self._check_named(status)
 
     def _check_named(self, status):
         if status == _lib.ENOTFOUND:  # no such kernel, pass or variant: the caller's value
@@ -132,6 +125,77 @@ def _dtype_code(dtype):
     return code
 
 
+# The packing of launch's arguments, worked out once per call site: on a
+# small shape the Python work is most of what an op costs (bench_ops.py's
+# overhead), so a call does no more than check its buffers and pack.
+_layouts = {}  # (kernel, pass, argument names, their values' types) -> _Layout
+
+
+def _new_layout(key):
+    return _layouts.setdefault(key, _Layout(*key))
+
+
+class _Layout:
+    """How to pack a call of kernel.pass_ whose arguments are names, with
+    values of types: each one's kind and the head of its Arg (its name's
+    address and kind), and which values go through a function to an
+    address and a byte size"""
+
+    def __init__(self, kernel, pass_, names, types):
+        self.kernel, self.pass_, self.names = kernel.encode(), pass_.encode(), names
+        kinds, self.buffers = [], []  # buffers: (index, function)
+        for i, cls in enumerate(types):
+            kind, to_buffer = _kind_of(cls)
+            kinds.append(kind)
+            if to_buffer is not None:
+                self.buffers.append((i, to_buffer))
+        self.args = _lib.args_struct(kinds)
+        # head 1, value 1, head 2, ...: a call puts its values in the gaps
+        self.flat = [None] * (2 * len(names))
+        self.flat[0::2] = (_lib.arg_head(name, kind) for name, kind in zip(names, kinds))
+        self.no_sizes = [-1] * len(names)  # a scalar's "byte size"
+        self.sizes = struct.Struct("=%dq" % len(names))
+
+    def pack(self, values):
+        """(packed Args, packed byte sizes); values is changed"""
+        if not values:  # the library reads one Arg and one size even so
+            return bytes(ctypes.sizeof(_lib.Arg)), bytes(8)
+        names, sizes = self.names, self.no_sizes[:]
+        for i, to_buffer in self.buffers:
+            values[i], sizes[i] = to_buffer(names[i], values[i])
+        flat = self.flat[:]
+        flat[1::2] = values
+        return self.args.pack(*flat), self.sizes.pack(*sizes)
+
+
+def _kind_of(cls):
+    """(the Arg kind, the function to an (address, byte size) or None) of
+    a value of type cls: what Context.launch passes for it. Ints (bool
+    too) and floats pack as they are."""
+    if cls is type(None):
+        return _lib.ARG_PTR, _null
+    if issubclass(cls, int):
+        return _lib.ARG_I64, (None if cls in (int, bool) else _integer)
+    if issubclass(cls, float):
+        return _lib.ARG_F64, None
+    torch = sys.modules.get("torch")  # not imported: no tensors to pass
+    if torch is not None and cls in (torch.Tensor, torch.nn.Parameter):
+        return _lib.ARG_PTR, _tensor_buffer
+    # a subclass of Tensor (which may answer device and sizes its own way),
+    # a numpy array, or neither (TypeError): read each value as it comes
+    return _lib.ARG_PTR, _buffer
+
+
+def _null(name, value):
+    """an omitted optional tensor: the address 0"""
+    return 0, -1
+
+
+def _integer(name, value):
+    """an int subclass's value as an int"""
+    return int(value), -1
+
+
 # torch gives a tensor without elements the address 0, which the library
 # takes for a missing tensor: an empty tensor or array gets the address of
 # this buffer instead (aligned for every element type; nothing is read or
@@ -139,15 +203,28 @@ def _dtype_code(dtype):
 _EMPTY = (ctypes.c_double * 8)()
 _EMPTY_ADDRESS = ctypes.addressof(_EMPTY)
 
+_NOT_ON_CPU = "%s: a tensor on %s; ubgen runs on the CPU"
+_NOT_CONTIGUOUS = "%s: not contiguous (strides %s); pass .contiguous() and read outputs from it"
+
+
+def _tensor_buffer(name, t):
+    """_buffer of a torch.Tensor or Parameter, by the attributes quickest
+    to read (is_cpu, nbytes: one call each, not two)"""
+    if not t.is_cpu:
+        raise ValueError(_NOT_ON_CPU % (name, t.device))
+    if not t.is_contiguous():
+        raise ValueError(_NOT_CONTIGUOUS % (name, tuple(t.stride())))
+    nbytes = t.nbytes
+    return (t.data_ptr() if nbytes else _EMPTY_ADDRESS), nbytes
+
 
 def _buffer(name, value):
     """(address, byte size) of a contiguous CPU tensor or array"""
     if hasattr(value, "data_ptr") and hasattr(value, "element_size"):  # a torch tensor
         if value.device.type != "cpu":
-            raise ValueError("%s: a tensor on %s; ubgen runs on the CPU" % (name, value.device))
+            raise ValueError(_NOT_ON_CPU % (name, value.device))
         if not value.is_contiguous():
-            raise ValueError("%s: not contiguous (strides %s); pass .contiguous() and read outputs from it"
-                             % (name, tuple(value.stride())))
+            raise ValueError(_NOT_CONTIGUOUS % (name, tuple(value.stride())))
         nbytes = value.numel() * value.element_size()
         return (value.data_ptr() if nbytes else _EMPTY_ADDRESS), nbytes
     if hasattr(value, "__array_interface__") and hasattr(value, "flags"):  # a numpy array

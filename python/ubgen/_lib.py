@@ -7,6 +7,7 @@ the length of every call, so several Python threads run kernels at once.
 """
 import ctypes
 import os
+import struct
 
 # The library's dtypes (ubg_dtype), by code: the name the library and its
 # specs use, and torch's name for it. The one table of them in the package.
@@ -51,9 +52,8 @@ class Arg(ctypes.Structure):
 
 
 def _arg_formats():
-    """struct formats of one Arg per kind (name, kind, v), laid out at Arg's
-    offsets: a call's arguments are packed in one struct.pack, several
-    times faster than filling ctypes fields one by one"""
+    """struct formats of one Arg at Arg's offsets: its head (name, kind and
+    the padding up to v) and its value per kind (v and the tail padding)"""
     ptr = {4: "I", 8: "Q"}[ctypes.sizeof(ctypes.c_void_p)]
 
     def pad(n):
@@ -62,10 +62,10 @@ def _arg_formats():
     kind_end = Arg.kind.offset + ctypes.sizeof(ctypes.c_int)
     head = ptr + pad(Arg.kind.offset - ctypes.sizeof(ctypes.c_void_p)) + "i" + pad(Arg.v.offset - kind_end)
     tail = pad(ctypes.sizeof(Arg) - Arg.v.offset - 8)
-    return {ARG_PTR: head + ptr + tail, ARG_I64: head + "q" + tail, ARG_F64: head + "d" + tail}
+    return head, {ARG_PTR: ptr + tail, ARG_I64: "q" + tail, ARG_F64: "d" + tail}
 
 
-ARG_FORMATS = _arg_formats()
+ARG_HEAD_FORMAT, ARG_VALUE_FORMATS = _arg_formats()
 _names = {}
 
 
@@ -77,6 +77,19 @@ def name_address(name):
         b = name.encode()
         entry = _names.setdefault(name, (b, ctypes.cast(ctypes.c_char_p(b), ctypes.c_void_p).value))
     return entry[1]
+
+
+def arg_head(name, kind):
+    """the packed head of an Arg: what is the same in every call that
+    passes name as this kind"""
+    return struct.pack("=" + ARG_HEAD_FORMAT, name_address(name), kind)
+
+
+def args_struct(kinds):
+    """a struct.Struct that packs an Arg array of these kinds from the
+    values head 1, value 1, head 2, value 2, ... (heads from arg_head)"""
+    size = struct.calcsize("=" + ARG_HEAD_FORMAT)
+    return struct.Struct("=" + "".join("%ds%s" % (size, ARG_VALUE_FORMATS[kind]) for kind in kinds))
 
 
 def _candidates():

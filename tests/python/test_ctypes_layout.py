@@ -93,14 +93,18 @@ def test_sizes_and_offsets_match_the_c_header(c_layout):
 
 
 def test_packed_arguments_sit_at_the_c_offsets(c_layout):
-    """the packed ubg_arg of each kind (what Context.launch passes) puts
-    the name, the kind and the value where the C struct has them"""
+    """an array of packed ubg_args, one of each kind (what Context.launch
+    passes), puts each one's name, kind and value where the C struct has
+    them, one sizeof(ubg_arg) after another"""
     size = c_layout[("Arg", None)][1]
     name_at, kind_at, v_at = (c_layout[("Arg", f)][0] for f in ("name", "kind", "v"))
-    for kind, value, code in ((_lib.ARG_PTR, 0x1122334455667788, "Q"), (_lib.ARG_I64, -5, "q"),
-                              (_lib.ARG_F64, 0.1, "d")):
-        packed = struct.pack("=" + _lib.ARG_FORMATS[kind], 0xABCDEF, kind, value)
-        assert len(packed) == size
-        assert struct.unpack_from("=Q", packed, name_at)[0] == 0xABCDEF
-        assert struct.unpack_from("=i", packed, kind_at)[0] == kind
-        assert struct.unpack_from("=" + code, packed, v_at)[0] == value
+    args = ((_lib.ARG_PTR, "p", 0x1122334455667788, "Q"), (_lib.ARG_I64, "i", -5, "q"), (_lib.ARG_F64, "f", 0.1, "d"))
+    flat = []
+    for kind, name, value, _ in args:
+        flat += (_lib.arg_head(name, kind), value)
+    packed = _lib.args_struct([kind for kind, _, _, _ in args]).pack(*flat)
+    assert len(packed) == len(args) * size
+    for i, (kind, name, value, code) in enumerate(args):
+        assert struct.unpack_from("=Q", packed, i * size + name_at)[0] == _lib.name_address(name)
+        assert struct.unpack_from("=i", packed, i * size + kind_at)[0] == kind
+        assert struct.unpack_from("=" + code, packed, i * size + v_at)[0] == value

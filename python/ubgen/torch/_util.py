@@ -2,6 +2,7 @@
 launch by spec names, and the outputs' memory. A check fails before any
 call, so a refused op writes nothing."""
 import ctypes
+import math
 import mmap
 import os
 import sys
@@ -13,9 +14,14 @@ from .. import _lib
 from .._context import context
 
 
+# torch dtype -> the library's dtype (_lib.DTYPES), looked up by the dtype
+# itself: str(dtype), which _lib.dtype_code takes, costs more than the lookup
+_CODES = {getattr(torch, torch_name[len("torch."):]): code for code, (_, torch_name) in enumerate(_lib.DTYPES)}
+
+
 def dtype_code(name, t):
     """the library's dtype of float tensor t (TypeError for any other)"""
-    code = _lib.dtype_code(t.dtype)
+    code = _CODES.get(t.dtype)
     if code is None:
         raise TypeError("%s has dtype %s; ubgen takes torch.float32, torch.float16 or torch.bfloat16" % (name, t.dtype))
     return code
@@ -26,7 +32,7 @@ def tensor(name, t, dtype=None, ndim=None, min_ndim=None):
     dimensions, when given), made contiguous"""
     if not isinstance(t, torch.Tensor):
         raise TypeError("%s must be a torch.Tensor, got %s" % (name, type(t).__name__))
-    if t.device.type != "cpu":
+    if not t.is_cpu:  # t.device.type != "cpu", in a fifth of the time
         raise ValueError("%s is on %s; ubgen runs on the CPU (move it with .cpu())" % (name, t.device))
     if dtype is not None and t.dtype != dtype:
         raise TypeError("%s has dtype %s, but %s is needed here" % (name, t.dtype, dtype))
@@ -71,7 +77,11 @@ def f32(x):
 def launch(kernel, pass_, dtype, **args):
     """kernel.pass_ (a spec's pass or composite op) on the process context,
     arguments by the spec's names; raises with the library's message"""
-    context().launch(kernel, pass_, dtype, **args)
+    code = _CODES.get(dtype)
+    if code is None:  # not a torch dtype: Context.launch's lookup, and its message
+        context().launch(kernel, pass_, dtype, **args)
+    else:
+        context()._launch_args(kernel, pass_, code, args)
 
 
 # Outputs of 2 MiB and more live in private anonymous mappings advised
@@ -122,12 +132,9 @@ def _drop_free():
 
 def empty(shape, dtype):
     """an uninitialized tensor of shape and dtype for an op's output"""
-    n = 1
-    for d in shape:
-        n *= d
-    nbytes = n * dtype.itemsize
-    if nbytes < _HUGE:
-        return torch.empty(shape, dtype=dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes < _HUGE:  # the sizes one by one: torch parses them faster than a tuple
+        return torch.empty(*shape, dtype=dtype) if shape else torch.empty((), dtype=dtype)
     size = (nbytes + 2 * _HUGE - 1) // _HUGE * _HUGE  # room to start on a 2 MiB boundary
     with _pool_lock:  # the view holds the mapping before another thread looks
         buf = _mapping(size)
@@ -137,7 +144,12 @@ def empty(shape, dtype):
 
 
 def empty_like(t):
-    return empty(tuple(t.shape), t.dtype)
+    """empty(t.shape, t.dtype); a plain tensor under 2 MiB in one call
+    (the shape and dtype read back to Python and parsed again cost twice
+    as much)"""
+    if type(t) is torch.Tensor and t.nbytes < _HUGE:
+        return torch.empty_like(t, memory_format=torch.contiguous_format)
+    return empty(t.shape, t.dtype)
 
 
 def empty_cache():
