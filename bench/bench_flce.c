@@ -6,8 +6,9 @@
  *   ubgen           ubg_flce with the generated GEMMs (flce.chunk forced to gemm=generated)
  *   ubgen-openblas  ubg_flce with OpenBLAS GEMMs (gemm=openblas), when the
  *                   library was built with BLAS=openblas (probed at start);
- *                   with --dtype bf16 ubgen-amx instead: AMX tiles
- *                   (gemm=amx), on a CPU with AMX-BF16
+ *                   with --dtype bf16 ubgen-onednn instead: oneDNN's GEMMs
+ *                   (gemm=onednn, the library's default where it is linked;
+ *                   bench_flce_gemms times them alone)
  *   openblas-gemms  the three GEMMs alone, OpenBLAS cblas_sgemm on all threads:
  *                   logits = x W^T [BT,V], dx = G W, dW = G^T x: the floor any
  *                   exact FLCE has to pay (G = the logits buffer, [BT,V] f32)
@@ -79,7 +80,7 @@ extern int64_t rt_composite_chunk_rows(const ubg_ctx *, const char *kernel, cons
 
 enum { H = 1024, V = 32768, MAXN = 16, MAXREPS = 64, NPROV = 4, CHECK_BT = 256 };
 enum { P_GEMMS, P_NAIVE, P_UBGEN, P_UBGEN_OB }; /* providers */
-/* the last: ubg_flce with the dtype's other GEMMs, OpenBLAS's (f32) or AMX tiles (bf16) */
+/* the last: ubg_flce with the dtype's other GEMMs, OpenBLAS's (f32) or oneDNN's (bf16) */
 static const char *prov_names[NPROV] = {"openblas-gemms", "naive", "ubgen", "ubgen-openblas"};
 static const char *other_gemm = "openblas";
 static const char *const mode_names[3] = {"forward", "backward", "full"};
@@ -439,7 +440,7 @@ int main(int argc, char **argv) {
   openblas_set_num_threads(threads);
 
   /* two contexts: the generated GEMMs and the dtype's other ones (if there) */
-  if (DT == UBG_BF16) other_gemm = "amx", prov_names[P_UBGEN_OB] = "ubgen-amx";
+  if (DT == UBG_BF16) other_gemm = "onednn", prov_names[P_UBGEN_OB] = "ubgen-onednn";
   ubg_ctx *ctx = NULL, *ctx_ob = NULL;
   char variant[64], variant_ob[64];
   if (forced_chunk) {

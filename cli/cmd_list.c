@@ -21,11 +21,7 @@ static void list_composite(const ug_kernel *k, const ug_composite *c, json_t *ar
         for (int i = 0; i < x->nvalues; i++) json_array_append_new(vals, json_string(x->values[i]));
         json_object_set_new(e, "values", vals);
         json_t *prefer = json_array();
-        for (int p = 0; p < x->nprefer; p++) {
-          json_t *one = json_pack("{s:s}", "value", x->values[x->prefer[p]]);
-          if (x->prefer_src[p]) json_object_set_new(one, "when", json_string(x->prefer_src[p]));
-          json_array_append_new(prefer, one);
-        }
+        for (int p = 0; p < x->nprefer; p++) json_array_append_new(prefer, json_string(x->values[x->prefer[p]]));
         json_object_set_new(e, "prefer", prefer);
       } else {
         json_object_set_new(e, "default", json_string(x->dflt_src));
@@ -37,8 +33,7 @@ static void list_composite(const ug_kernel *k, const ug_composite *c, json_t *ar
       printf("  %-8s %s (default)", x->name, x->values[0]);
       for (int i = 1; i < x->nvalues; i++) printf(", %s", x->values[i]);
       for (int p = 0; p < x->nprefer; p++)
-        printf("%s%s%s%s", p ? ", " : "; before the default where it runs: ", x->values[x->prefer[p]],
-               x->prefer_src[p] ? " if " : "", x->prefer_src[p] ? x->prefer_src[p] : "");
+        printf("%s%s", p ? ", " : "; before the default where it runs: ", x->values[x->prefer[p]]);
       printf("\n");
     } else {
       printf("  %-8s an integer in [%lld, %lld], by default %s\n", x->name, (long long)x->min, (long long)x->max,

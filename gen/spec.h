@@ -189,12 +189,7 @@ typedef struct {
   int64_t min, max;
   char **values;   /* named axis: its values; NULL for an integer axis */
   int nvalues;
-  /* named axis: the values (indices) taken before the first, in order,
-   * where their routine runs and their `when` (over the shape names and
-   * dtype, slot nshape; NULL: always) holds */
-  int prefer[16];
-  ug_expr *prefer_when[16];
-  char *prefer_src[16]; /* ... as written, for listings */
+  int prefer[16]; /* named axis: the values (indices) taken before the first, in order, where their routine runs */
   int nprefer;
 } ug_comp_axis;
 
@@ -261,7 +256,7 @@ typedef struct {
 /* An op of the kernel that runs several of its passes (its typed wrapper in
  * the runtime does), with variants of its own: the axes, in name order.
  * Its variant names are axis=value pairs in axis order, joined by ',':
- * "chunk=256,gemm=amx". */
+ * "chunk=256,gemm=onednn". */
 typedef struct {
   char *name;  /* the pass name its variants are forced under: kernel.name */
   char *about;
@@ -324,9 +319,6 @@ const ug_composite *ug_spec_composite(const ug_kernel *k, const char *name);
 /* an integer axis's default for shape (values in the order of k->shape):
  * 0, or -1 on overflow (*out untouched) */
 int ug_comp_default(const ug_comp_axis *a, const int64_t *shape, int64_t *out);
-/* whether preferred value p (an index into a->prefer) may be taken for a
- * call of this shape (the kernel's, nshape values) and dtype */
-bool ug_comp_prefer_holds(const ug_comp_axis *a, int p, const int64_t *shape, int nshape, int dtype);
 /* A variant name of c: axis=value pairs in axis order joined by ','; an
  * integer in plain decimal (no sign, no leading zero) within [min, max], a
  * named value one of the axis's. A name that gives the first axis is whole:

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "spec_load_internal.h"
-#include "tunedb.h"
 
 /* the kernel's shape names as an expression's symbols: slot i = shape[i] */
 static int shape_resolve(void *ud, const char *name, size_t len, const char **why) {
@@ -17,44 +16,15 @@ static int shape_resolve(void *ud, const char *name, size_t len, const char **wh
   return -1;
 }
 
-/* a preference's "when": the shape names, then dtype */
-static int prefer_resolve(void *ud, const char *name, size_t len, const char **why) {
-  const ug_kernel *k = ud;
-  if (len == 5 && !strncmp(name, "dtype", 5)) return k->nshape;
-  const int i = shape_resolve(ud, name, len, why);
-  if (i < 0) *why = "a preference's \"when\" names the kernel's shape and dtype only";
-  return i;
-}
-
-/* "prefer": values of a named axis other than the first, each once, as a
- * name or {"value": name, "when": expression} */
-static int load_prefer(L *l, const ug_kernel *k, ug_comp_axis *a, json_t *prefer, const ug_jloc *at) {
+/* "prefer": values of a named axis other than the first, each once */
+static int load_prefer(L *l, ug_comp_axis *a, json_t *prefer, const ug_jloc *at) {
   if (!prefer) return 0;
   if (ug_spec_want(l, prefer, at, JSON_ARRAY, "\"prefer\"") < 0) return -1;
   if (json_array_size(prefer) > 16) return ug_spec_fail_at(l, at->at, "\"prefer\" lists at most 16 values");
   for (size_t i = 0; i < json_array_size(prefer); i++) {
     const ug_jloc *pat = ug_jloc_index(at, i);
     json_t *p = json_array_get(prefer, i);
-    if (json_is_object(p)) {
-      static const char *const keys[] = {"value", "when", NULL};
-      const ug_jloc *w_at;
-      json_t *w = ug_spec_member(p, pat, "when", &w_at);
-      if (ug_spec_check_keys(l, p, pat, "a preference", keys) < 0) return -1;
-      if (w && !json_is_string(w)) return ug_spec_fail_at(l, w_at->at, "\"when\" must be an expression in a string");
-      if (w) {
-        ug_expr_err err;
-        if (!(a->prefer_when[a->nprefer] = ug_expr_parse(json_string_value(w), prefer_resolve, (void *)k, &err))) {
-          ug_loc eat = ug_jloc_string_char(l->text, w_at, err.pos);
-          return ug_spec_fail_at(l, eat, "a preference of composite axis \"%s\": %s (in \"%s\")", a->name, err.msg,
-                                 json_string_value(w));
-        }
-        if (!(a->prefer_src[a->nprefer] = strdup(json_string_value(w))))
-          return ug_spec_fail_at(l, w_at->at, "out of memory");
-      }
-      p = ug_spec_member(p, pat, "value", &pat);
-      if (!p) return ug_spec_fail_at(l, ug_jloc_index(at, i)->at, "a preference needs its \"value\"");
-    }
-    if (!json_is_string(p)) return ug_spec_fail_at(l, pat->at, "a preference is a value's name or {\"value\", \"when\"}");
+    if (!json_is_string(p)) return ug_spec_fail_at(l, pat->at, "a preference is the name of a value");
     const char *name = json_string_value(p);
     int found = -1;
     for (int v = 1; v < a->nvalues; v++)
@@ -98,7 +68,7 @@ static int load_axis(L *l, const ug_kernel *k, ug_comp_axis *a, json_t *v, const
           return ug_spec_fail_at(l, vat->at, "value \"%s\" is listed twice", a->values[i]);
     }
     json_t *prefer = ug_spec_member(v, at, "prefer", &k_at);
-    return load_prefer(l, k, a, prefer, k_at);
+    return load_prefer(l, a, prefer, k_at);
   }
   if (json_object_get(v, "prefer"))
     return ug_spec_fail_at(l, at->at, "composite axis \"%s\" has no \"values\": it takes no \"prefer\"", a->name);
@@ -312,7 +282,6 @@ void ug_spec_free_composites(ug_kernel *k) {
       for (int v = 0; v < a->nvalues; v++) free(a->values[v]);
       free(a->values), free(a->name), free(a->dflt_src);
       ug_expr_free(a->dflt);
-      for (int p = 0; p < 16; p++) ug_expr_free(a->prefer_when[p]), free(a->prefer_src[p]);
     }
     free(c->axes), free(c->name), free(c->about), free(c->tune_shapes);
     ug_spec_free_run(c->run);
@@ -337,16 +306,6 @@ int ug_comp_default(const ug_comp_axis *a, const int64_t *shape, int64_t *out) {
   if (!a->dflt || ug_expr_eval(a->dflt, shape, &v, &err) < 0) return -1;
   *out = v;
   return 0;
-}
-
-bool ug_comp_prefer_holds(const ug_comp_axis *a, int p, const int64_t *shape, int nshape, int dtype) {
-  if (!a->prefer_when[p]) return true;
-  int64_t env[UG_TUNE_MAX_SHAPE + 1] = {0}, v;
-  ug_expr_err err;
-  if (nshape > UG_TUNE_MAX_SHAPE) return false;
-  memcpy(env, shape, (size_t)nshape * sizeof *env);
-  env[nshape] = dtype;
-  return ug_expr_eval(a->prefer_when[p], env, &v, &err) == 0 && v != 0;
 }
 
 /* one axis's value at s (len bytes): 0, or -1 */

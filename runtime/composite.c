@@ -82,14 +82,14 @@ const ug_composite *rt_composite_spec(const ubg_ctx *ctx, const rt_composite *c,
   return comp;
 }
 
-/* a named axis's values, "generated, openblas, amx" */
+/* a named axis's values, "generated, onednn, openblas" */
 static void put_values(ug_buf *b, const ug_comp_axis *a) {
   for (int v = 0; v < a->nvalues; v++) ug_buf_printf(b, "%s%s", v ? ", " : "", a->values[v]);
 }
 
 /* The spellings of comp's variants as a message lists them: "chunk=N,
- * chunk=N,gemm=openblas and chunk=N,gemm=amx, N from 1 to 1073741824;
- * gemm=B (generated, openblas, amx) forces the gemm axis alone" */
+ * chunk=N,gemm=onednn and chunk=N,gemm=openblas, N from 1 to 1073741824;
+ * gemm=B (generated, onednn, openblas) forces the gemm axis alone" */
 static void describe_variants(const ug_composite *comp, ug_buf *b) {
   const ug_comp_axis *a0 = &comp->axes[0];
   char head[80];
@@ -194,8 +194,7 @@ int rt_composite_choose(const ubg_ctx *ctx, const rt_composite *c, ubg_dtype dty
     ch->source[i] = a->values ? "default" : "spec rule";
     if (!a->values && ug_comp_default(a, shape, &ch->value[i]) < 0) ch->overflow[i] = true;
     for (int p = 0; a->values && p < a->nprefer && ch->value[i] == 0; p++)
-      if (k && ug_comp_prefer_holds(a, p, shape, k->nshape, (int)dtype) && rt_run_axis_runs(comp, i, a->prefer[p], dtype) &&
-          !rt_run_axis_missing(comp, i, a->prefer[p]))
+      if (rt_run_axis_runs(comp, i, a->prefer[p], dtype) && !rt_run_axis_missing(comp, i, a->prefer[p]))
         ch->value[i] = a->prefer[p], ch->source[i] = "preferred";
   }
   /* forced: a whole name every axis, a partial one the axes it gives */

@@ -1,4 +1,4 @@
-/* gemm.onednn, gemm.openblas and gemm.amx: a GEMM with its epilogues on a library, for a
+/* gemm.onednn and gemm.openblas: a GEMM with its epilogues on a library, for a
  * composite step whose named axis picks one instead of a generated pass.
  *
  *   c [m, n] (+)= op(a) [m, k] op(b) [k, n]   (beta = 1: +=)
@@ -13,12 +13,11 @@
  * c is f32, or of the call's dtype (a product staged in f32, then rounded);
  * a is f32 or the dtype, b the dtype. oneDNN runs f32 and bf16 (and f16
  * where the linked library can: runtime/gemm_onednn.h), OpenBLAS f32
- * (sgemm), AMX bf16 (runtime/gemm_amx.h). m = 0 or k = 0 writes nothing. */
+ * (sgemm). m = 0 or k = 0 writes nothing. */
 #include <stdio.h>
 #include <string.h>
 
 #include "../templates/prelude.h"
-#include "gemm_amx.h"
 #include "gemm_onednn.h"
 #include "routine.h"
 #ifdef UBG_HAVE_OPENBLAS
@@ -210,53 +209,3 @@ const rt_routine rt_routine_gemm_openblas = {.name = "gemm.openblas",
                                    .scratch = openblas_scratch,
                                    .begin = openblas_begin,
                                    .run = openblas_run};
-
-/* ---- AMX: bf16 ---- */
-
-static const char *amx_missing(void) {
-  return rt_amx_available() ? NULL : "this CPU has no AMX-BF16 tiles (or the kernel does not grant them)";
-}
-static bool amx_runs(ubg_dtype dt) { return dt == UBG_BF16; }
-
-/* the tile GEMM's arguments; c the f32 result (staged or c itself) */
-static rt_amx_gemm_args amx_args(const gemm *g, float *c) {
-  return (rt_amx_gemm_args){g->m,          g->n, g->k, g->a, g->a_t ? g->m : g->k, g->a_f32, !g->a_t, g->b,
-                            g->b_t ? g->k : g->n, g->b_t, g->c_sum ? NULL : c, g->n, g->beta, g->c_sum};
-}
-
-/* the step's scratch: the tile GEMM's packs, then the staged product, then the sums */
-static void amx_layout(const gemm *g, int threads, size_t *pack, size_t *stage, size_t *sums) {
-  const rt_amx_gemm_args a = amx_args(g, NULL);
-  *pack = g->c || g->c_sum ? lines(rt_amx_gemm_scratch(&a, threads)) : 0;
-  *stage = g->c && g->c_staged ? lines((size_t)(g->m * g->n) * 4) : 0;
-  *sums = g->colsum_sum ? lines((size_t)g->m * 4) : 0;
-}
-
-static size_t amx_scratch(const rt_routine_call *c) {
-  const gemm g = bound(c);
-  size_t pack, stage, sums;
-  amx_layout(&g, c->threads, &pack, &stage, &sums);
-  return pack + stage + sums;
-}
-
-static ubg_status amx_run(rt_routine_call *c) {
-  snprintf(c->variant, sizeof c->variant, "amx");
-  const gemm g = bound(c);
-  if (g.m == 0 || g.k == 0) return UBG_OK;
-  const int threads = c->threads;
-  size_t pack, stage, sums;
-  amx_layout(&g, threads, &pack, &stage, &sums);
-  char *s = c->scratch;
-  float *out = g.c_staged ? (float *)(s + pack) : g.c;
-  if (g.c || g.c_sum) {
-    const rt_amx_gemm_args a = amx_args(&g, out);
-    rt_amx_gemm(&a, threads, s);
-  }
-  if (g.c) add_bias(&g, out, c->dtype, threads);
-  if (g.c && g.c_staged) rt_convert(g.c, c->dtype, out, UBG_F32, g.m * g.n, threads);
-  epilogue_sums(&g, (float *)(s + pack + stage), c->dtype, threads);
-  return UBG_OK;
-}
-
-const rt_routine rt_routine_gemm_amx = {
-    .name = "gemm.amx", .missing = amx_missing, .runs = amx_runs, .scratch = amx_scratch, .run = amx_run};

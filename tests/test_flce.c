@@ -48,7 +48,7 @@ static int64_t flce_chunk_rows(const ubg_ctx *ctx, int64_t bt, int64_t hidden, i
 /* a context on the generated GEMMs: what this file tests of them (bits
  * across chunks, threads and variants, the scratch bound) is theirs; the
  * library GEMMs' own properties are tested in test_flce_onednn.c and
- * test_flce_amx.c */
+ * test_flce_accum.c */
 static ubg_ctx *generated_ctx(ubg_backend backend, int threads) {
   ubg_ctx *ctx = tc_ctx(backend, threads);
   if (ctx) cr_assert_eq(ubg_set_variant(ctx, "flce", "chunk", "gemm=generated"), UBG_OK, "%s", ubg_ctx_error(ctx));
