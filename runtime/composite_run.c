@@ -53,6 +53,7 @@ typedef struct {
   int64_t scratch_bytes[UG_MAX_BUFFERS];
   size_t scratch_lines[UG_MAX_BUFFERS]; /* what is allocated for each, 0: none */
   void *routine_scratch;
+  size_t routine_scratch_bytes;
   /* per step of each phase, flattened: its routine for the chosen values
    * (NULL: a pass), and that routine's state */
   const rt_routine *routine[UG_RUN_PHASES * 32];
@@ -145,7 +146,7 @@ static ubg_status step(run_call *rc, const ug_step *st, int si, step_do todo, si
     return UBG_OK;
   }
   rt_routine_call c = {rc->ctx, rc->what, rc->dtype, rt_omp_threads(rc->ctx->threads), rc->k->name, st->pass, args,
-                       elem, nbytes, nb, rc->state[si], rc->routine_scratch, ""};
+                       elem, nbytes, nb, rc->state[si], rc->routine_scratch, rc->routine_scratch_bytes, ""};
   switch (todo) {
   case STEP_SCRATCH:
     *bytes = r->scratch ? lines(r->scratch(&c)) : 0;
@@ -303,6 +304,7 @@ ubg_status rt_composite_run(ubg_ctx *ctx, const rt_composite *op, const char *wh
   if ((s = resolve(&rc, true)) || (s = allocate(&rc, &bytes, false))) goto done;
   set_rows(&rc, 0, chunk);
   if ((s = steps(&rc, -1, STEP_SCRATCH, &most, NULL))) goto done;
+  rc.routine_scratch_bytes = most;
   if (most && !(rc.routine_scratch = aligned_alloc(64, most))) {
     s = rt_fail(ctx, UBG_ENOMEM, "%s: out of memory for %zu bytes of scratch", what, most);
     goto done;

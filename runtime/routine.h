@@ -27,6 +27,8 @@ typedef struct {
   int nargs;
   void *state;   /* state_bytes, zeroed before begin; the same for a step's begin, runs and end */
   void *scratch; /* the routine's scratch bytes for this step (64-byte aligned), or NULL */
+  size_t scratch_bytes; /* ... its size: at least what scratch() asked at a whole chunk's rows; a chunk of
+                           other rows may need more of a library (which then takes its own) */
   char variant[160]; /* what ran, for ubg_ctx_last_variant */
 } rt_routine_call;
 

@@ -149,6 +149,9 @@ static ubg_status onednn_run(rt_routine_call *c) {
   if (why) return rt_fail(c->ctx, UBG_EINVAL, "%s: gemm.onednn: m = %lld, n = %lld, k = %lld: %s", c->what,
                           (long long)g.m, (long long)g.n, (long long)g.k, why);
   char *s = c->scratch;
+  /* the library's part: what is left of the block; at a chunk of other rows
+   * than the whole one's it may need more, and rt_dnnl_run then takes its own */
+  lib = c->scratch_bytes > a_lo_bytes + sums_bytes ? c->scratch_bytes - a_lo_bytes - sums_bytes : 0;
   void *a_lo = a_lo_bytes ? s : NULL;
   if (a_lo && (g.c || g.c_sum)) rt_convert(a_lo, c->dtype, g.a, UBG_F32, g.m * g.k, threads);
   for (int sum = 0; sum < 2; sum++) {
