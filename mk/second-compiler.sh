@@ -9,7 +9,7 @@
 #   sh mk/second-compiler.sh CC KERNEL_DIR MARCH
 set -eu
 cc=$1 src=$2 march=$3
-libflags="-std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wshadow -Wno-unused-parameter -fopenmp -DUBG_HAVE_OPENBLAS
+libflags="-std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wshadow -Wno-unused-parameter -fopenmp -DUBG_HAVE_OPENBLAS -DUBG_HAVE_ONEDNN
   -DUBGEN_SOURCE_DIR=\"x\" -DUBGEN_JIT_MARCH=\"native\" -DUBGEN_VERSION=\"0\""
 kflags="-std=c11 -O0 -ffp-contract=off -fno-math-errno -fPIC -Wall -Wextra -Wno-unused-function -Wno-psabi -Iruntime"
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
@@ -17,6 +17,12 @@ n=0
 for f in gen/*.c runtime/*.c cli/*.c; do
   $cc $libflags -fsyntax-only "$f"; n=$((n + 1))
 done
+# oneDNN's other API: runtime/gemm_onednn.c against the 3.x headers that
+# PyTorch's wheel ships, where the test environment has them (Debian has 2.x)
+dnnl3=$(ls -d .venv/lib/python3*/site-packages/torch/include 2>/dev/null | head -1)
+if [ -n "$dnnl3" ] && [ -f "$dnnl3/oneapi/dnnl/dnnl.h" ]; then
+  $cc $libflags -I"$dnnl3" -fsyntax-only runtime/gemm_onednn.c; n=$((n + 1))
+fi
 # kernel names are <kernel>_<pass>_<dtype>_<block sizes>_<n|t>: one per name less its sizes
 sample=$(ls "$src"/*.c | grep -v registry | awk -F/ '{ n = $NF; k = n; sub(/_[bdm][0-9].*/, "", k);
   k = k (n ~ /_t\.c$/ ? "t" : "n"); if (!(k in seen)) { seen[k] = 1; print } }')

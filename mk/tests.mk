@@ -151,7 +151,10 @@ bench-python: deps-bench python-check $(LIB_SO)
 	@mkdir -p $(BUILD)/bench/python
 	UBGEN_LIB=$(CURDIR)/$(LIB_SO) $(PYTHON) bench/python/bench_ops.py --out $(BUILD)/bench/python/bench_torch.json \
 	  $(BENCH_PY_ARGS)
+	UBGEN_LIB=$(CURDIR)/$(LIB_SO) $(PYTHON) bench/python/bench_flce.py --out $(BUILD)/bench/python/bench_flce.json \
+	  $(BENCH_PY_ARGS)
 	$(PYTHON) bench/python/plot.py $(BUILD)/bench/python/bench_torch.json $(BUILD)/bench/python
+	$(PYTHON) bench/python/plot.py $(BUILD)/bench/python/bench_flce.json $(BUILD)/bench/python
 
 deps-bench:
 	@sh mk/deps.sh bench

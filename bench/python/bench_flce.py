@@ -102,11 +102,8 @@ def speed(shapes, dtypes, variants, reps, records, save):
             print("flce %-4s BT=%-5d H=%-5d V=%-6d full step: %s" % (
                 dname, BT, H, V, "  ".join("%s %.0f ms (%.3fx)" % (p, med[p][0], ratios[p]) for p in med)),
                 flush=True)
-            extra = {"BT": BT, "H": H, "V": V, "dtype": dname, "threads": torch.get_num_threads(),
-                     "over_torch": {p: round(r, 3) for p, r in ratios.items()}}
             for p, ys in med.items():
-                records.append(common.entry("fused_linear_cross_entropy", p, "full", "speed", "ms", "BT", "B x T",
-                                            [BT], [ys], extra))
+                records.add("speed", dname, H, V, p, BT, ys, round(ratios[p], 3))
             save()
             del cases
 
@@ -123,13 +120,35 @@ def memory(shapes, dtypes, records, save):
             share = mem["ubgen"] / mem["torch"] if mem["torch"] else 0
             print("flce %-4s BT=%-5d H=%-5d V=%-6d peak beyond the gradients: ubgen %.0f MB, torch %.0f MB (%.1f%%)" % (
                 dname, BT, H, V, mem["ubgen"], mem["torch"], 100 * share), flush=True)
-            extra = {"BT": BT, "H": H, "V": V, "dtype": dname, "ubgen_over_torch": round(share, 4),
-                     "allocation": "glibc M_MMAP_THRESHOLD 256 KiB, no ubgen.torch pool"}
             for p, mb in mem.items():
-                records.append(common.entry("fused_linear_cross_entropy", p, "full", "memory", "MB", "BT", "B x T",
-                                            [BT], [(mb, mb, mb)], extra))
+                records.add("memory", dname, H, V, p, BT, (mb, mb, mb), round(mb / mem["torch"], 4) if mem["torch"] else 0)
             save()
             del cases
+
+
+class Records:
+    """the points measured, as Liger's JSON records: one per (metric,
+    dtype, H, V, provider), its x values the BTs (plot.py draws one PNG per
+    kernel name and dtype: the name carries H and V)"""
+
+    def __init__(self):
+        self.points = {}  # (metric, dtype, H, V, provider) -> [(BT, (p50, p20, p80), over torch)]
+
+    def add(self, metric, dtype, H, V, provider, BT, ys, over_torch):
+        self.points.setdefault((metric, dtype, H, V, provider), []).append((BT, ys, over_torch))
+
+    def json(self):
+        out = []
+        for (metric, dtype, H, V, prov), pts in self.points.items():
+            pts.sort()
+            extra = {"H": H, "V": V, "dtype": dtype, "threads": torch.get_num_threads(),
+                     "over_torch": [r for _, _, r in pts]}
+            if metric == "memory":
+                extra["what"] = "peak resident memory of a full step beyond the gradients dx and dW"
+            out.append(common.entry("fused_linear_cross_entropy_H%d_V%d" % (H, V), prov, "full", metric,
+                                    "ms" if metric == "speed" else "MB", "BT", "B x T", [b for b, _, _ in pts],
+                                    [y for _, y, _ in pts], extra))
+        return out
 
 
 def parse_shapes(text):
@@ -156,10 +175,10 @@ def main():
             sys.exit("bench_flce: --dtypes %s: not one of %s" % (d, ", ".join(DTYPES)))
     variants = [v for v in a.variants.split(";") if v]
     print("bench_flce: torch %s, %d threads, %s" % (torch.__version__, torch.get_num_threads(), common.cpu_name()))
-    records = []
+    records = Records()
 
     def save():  # after every point: a run cut short keeps what it measured
-        common.write_json(a.out, records)
+        common.write_json(a.out, records.json())
 
     speed(shapes, dtypes, variants, a.reps, records, save)
     if not a.no_memory:

@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,swiglu,geglu,layer_norm,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -139,6 +139,18 @@ def flce_case(BT, H, V, dt):
     }, grads
 
 
+def cross_entropy_case(BT, V, dt):
+    """Liger's benchmark_cross_entropy: logits [BT, V] given, the loss and
+    its gradient through autograd"""
+    x = torch.randn(BT, V, dtype=dt, requires_grad=True)
+    t = torch.randint(0, V, (BT,))
+    one = torch.tensor(1.0)
+    return {
+        "ubgen": lambda: step(lambda: ut.cross_entropy(x, t), (x,), lambda y: one),
+        "torch": lambda: step(lambda: F.cross_entropy(x, t), (x,), lambda y: one),
+    }, None
+
+
 def glu_case(kind, T, I, dt):
     """the activation alone (the MLP's GEMMs are torch's for both), as
     Liger's benchmark_swiglu / benchmark_geglu time it within LLaMA's MLP"""
@@ -177,6 +189,8 @@ OPS = {
     "fused_linear_cross_entropy": (lambda BT, dt: flce_case(BT, 1024, 32768, dt), "BT", "B x T", [1024, 2048, 4096,
                                                                                                        8192],
                                    [4096], {"H": 1024, "V": 32768}, ["f32", "bf16"]),
+    "cross_entropy": (lambda V, dt: cross_entropy_case(4096, V, dt), "V", "vocab size", [4096, 16384, 65536, 131072],
+                      [32768], {"BT": 4096}, ["f32", "bf16"]),
     "swiglu": (lambda T, dt: glu_case("swiglu", T, 14336, dt), "T", "tokens", [1024, 2048, 4096], [1024],
                {"bsz": 1, "I": 14336}, ["f32", "bf16"]),
     "geglu": (lambda T, dt: glu_case("geglu", T, 14336, dt), "T", "tokens", [1024, 2048, 4096], [1024],

@@ -1,7 +1,8 @@
 """PNG plots of a benchmark JSON in Liger's format, as Liger's
 benchmarks_visualizer draws them: a line per provider over the x values,
 the 20th to 80th percentile as a band. One PNG per kernel and dtype, with
-forward, backward and full speed and the full step's memory side by side.
+forward, backward and full speed and the full step's memory side by side
+(the panels a benchmark measured).
 
     plot.py FILE.json OUTDIR
 """
@@ -16,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 PANELS = [("speed", "forward"), ("speed", "backward"), ("speed", "full"), ("memory", "full")]
-COLORS = {"ubgen": "tab:blue", "torch": "tab:orange", "copy": "tab:gray"}
+COLORS = {"ubgen": "tab:blue", "torch": "tab:orange", "copy": "tab:gray", "torch-gemms": "tab:green"}
 
 
 def main():
@@ -33,8 +34,9 @@ def main():
         groups[(r["kernel_name"], dtype)].append(r)
     written = []
     for (kernel, dtype), recs in sorted(groups.items()):
-        fig, axes = plt.subplots(1, len(PANELS), figsize=(4.2 * len(PANELS), 3.6), constrained_layout=True)
-        for ax, (metric, mode) in zip(axes, PANELS):
+        panels = [pm for pm in PANELS if any((r["metric_name"], r["kernel_operation_mode"]) == pm for r in recs)]
+        fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), constrained_layout=True, squeeze=False)
+        for ax, (metric, mode) in zip(axes[0], panels):
             for r in recs:
                 if r["metric_name"] != metric or r["kernel_operation_mode"] != mode:
                     continue
