@@ -30,7 +30,7 @@
  * block freed by one call is returned to the kernel and shows again in the
  * next call's peak, instead of being recycled from a heap already resident.
  * Also shown: rt_composite_last_scratch_bytes() and rt_composite_chunk_rows() (the
- * chunk is Liger's rule, or --chunk N: both providers then force chunk=N).
+ * chunk is the spec's rule, or --chunk N: both providers then force chunk=N).
  * Passes alone: the generated flce.logits, flce.dx and flce.dw passes
  * (ubg_launch) against cblas_sgemm on the same shapes, in GFLOP/s, and
  * flce.ce against the naive path's cross entropy loops, for M rows = the
@@ -311,7 +311,7 @@ static int64_t next_pow2(int64_t x) {
   while (p < x) p <<= 1;
   return p;
 }
-/* ubg_flce's rows per chunk, or Liger's rule when the library cannot say */
+/* ubg_flce's rows per chunk, or Liger's rule (a stand-in) when the library cannot say */
 static int64_t chunk_rows(const ubg_ctx *ctx, int64_t bt) {
   if (rt_composite_chunk_rows) return rt_composite_chunk_rows(ctx, "flce", "chunk", UBG_F32, (const int64_t[3]){bt, H, V}, bt);
   int64_t ratio = (V + H - 1) / H;

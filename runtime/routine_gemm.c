@@ -10,7 +10,7 @@
  *     (of op(sums_of) instead, an f32 tensor laid out as a, where it is bound:
  *     a's f32 values where a is their rounding)
  *
- * c is f32, or of the call's dtype (a product staged in f32, then rounded);
+ * c is f32, or of the call's dtype (the product summed in f32, rounded once);
  * a is f32 or the dtype, b the dtype. oneDNN runs f32 and bf16 (and f16
  * where the linked library can: runtime/gemm_onednn.h), OpenBLAS f32
  * (sgemm). m = 0 or k = 0 writes nothing. */
@@ -37,7 +37,7 @@ typedef struct {
   void *c, *c_sum, *colsum_sum;
   float *colsum;
   const void *bias, *sums_of;
-  bool c_staged; /* c is of the dtype (not f32): the product is staged in f32 */
+  bool c_in_dtype; /* c is of the call's dtype, not f32 */
 } gemm;
 
 static gemm bound(const rt_routine_call *c) {
@@ -47,7 +47,7 @@ static gemm bound(const rt_routine_call *c) {
             rt_routine_p(c, "colsum_sum"), rt_routine_p(c, "colsum"), rt_routine_p(c, "bias"), rt_routine_p(c, "sums_of"),
             false};
   g.a_f32 = c->dtype == UBG_F32 || rt_routine_elem(c, "a") == UG_ELEM_F32;
-  g.c_staged = c->dtype != UBG_F32 && rt_routine_elem(c, "c") == UG_ELEM_T;
+  g.c_in_dtype = c->dtype != UBG_F32 && rt_routine_elem(c, "c") == UG_ELEM_T;
   return g;
 }
 
@@ -109,7 +109,7 @@ static bool onednn_runs(ubg_dtype dt) { return rt_dnnl_runs(dt); }
 static rt_dnnl_gemm onednn_args(const gemm *g, ubg_dtype dt, const void *a_lo, bool to_sum) {
   return (rt_dnnl_gemm){g->m,   g->n, g->k, a_lo ? a_lo : g->a, g->b, g->a_t, g->b_t, dt,
                         to_sum ? g->c_sum : g->c,
-                        to_sum || g->c_staged ? dt : UBG_F32,
+                        to_sum || g->c_in_dtype ? dt : UBG_F32,
                         to_sum || g->beta, to_sum ? NULL : g->bias};
 }
 

@@ -2,7 +2,7 @@
  * compiled that way and linked ahead of libubgen.a): the same results as the
  * double reference within f32 tolerance (not the generated GEMM's bits:
  * OpenBLAS sums in its own order), chosen by UBGEN_VARIANT's gemm=openblas
- * (the GEMMs alone: the chunk is still Liger's rule), f32 only. */
+ * (the GEMMs alone: the chunk is still the spec's rule), f32 only. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
