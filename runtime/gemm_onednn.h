@@ -25,7 +25,7 @@
 
 typedef struct {
   int64_t m, n, k;
-  const void *a; /* A(m, k) at a[m * k_stride...]: a[i * k + p], or a_t: a[p * m + i] */
+  const void *a; /* A(m, k) at a[i * k + p], or a_t: a[p * m + i] */
   const void *b; /* B(k, n) at b[p * n + j], or b_t: b[j * k + p] */
   bool a_t, b_t;
   ubg_dtype ab;   /* the type of A and B */

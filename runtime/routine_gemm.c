@@ -101,9 +101,6 @@ static size_t lines(size_t n) { return (n + 63) / 64 * 64; }
 
 /* ---- oneDNN: f32, bf16 ---- */
 
-static const char *onednn_missing(void) { return rt_dnnl_missing(); }
-static bool onednn_runs(ubg_dtype dt) { return rt_dnnl_runs(dt); }
-
 /* the library's GEMM into c (f32 or the dtype) or c_sum; a_lo: a in the
  * dtype where a is f32 and the call's dtype is not */
 static rt_dnnl_gemm onednn_args(const gemm *g, ubg_dtype dt, const void *a_lo, bool to_sum) {
@@ -113,28 +110,24 @@ static rt_dnnl_gemm onednn_args(const gemm *g, ubg_dtype dt, const void *a_lo, b
                         to_sum || g->beta, to_sum ? NULL : g->bias};
 }
 
-/* the step's scratch: a rounded to the dtype, the sums, then the library's */
-static void onednn_layout(const rt_routine_call *c, const gemm *g, size_t *a_lo, size_t *sums, size_t *lib,
-                          const char **why) {
+/* the step's scratch: a rounded to the dtype, the sums, then the library's (the rest of the block) */
+static void onednn_layout(const rt_routine_call *c, const gemm *g, size_t *a_lo, size_t *sums) {
   const size_t elem = c->dtype == UBG_F32 ? 4 : 2;
   *a_lo = g->a_f32 && c->dtype != UBG_F32 ? lines((size_t)(g->m * g->k) * elem) : 0;
   *sums = g->colsum_sum ? lines((size_t)g->m * 4) : 0;
-  *lib = 0;
-  *why = NULL;
-  for (int sum = 0; sum < 2; sum++) {
-    if (!(sum ? g->c_sum : g->c) || g->m == 0 || g->k == 0) continue;
-    const rt_dnnl_gemm d = onednn_args(g, c->dtype, NULL, sum);
-    const size_t b = rt_dnnl_scratch(c->ctx->dnnl, &d, c->threads, why);
-    if (b == SIZE_MAX) return;
-    if (lines(b) > *lib) *lib = lines(b);
-  }
 }
 
 static size_t onednn_scratch(const rt_routine_call *c) {
   const gemm g = bound(c);
-  size_t a_lo, sums, lib;
-  const char *why;
-  onednn_layout(c, &g, &a_lo, &sums, &lib, &why);
+  size_t a_lo, sums, lib = 0;
+  onednn_layout(c, &g, &a_lo, &sums);
+  for (int sum = 0; sum < 2; sum++) {
+    if (!(sum ? g.c_sum : g.c) || g.m == 0 || g.k == 0) continue;
+    const rt_dnnl_gemm d = onednn_args(&g, c->dtype, NULL, sum);
+    const char *why;
+    const size_t b = rt_dnnl_scratch(c->ctx->dnnl, &d, c->threads, &why);
+    if (b != SIZE_MAX && lines(b) > lib) lib = lines(b); /* a GEMM it cannot make fails when it runs */
+  }
   return a_lo + sums + lib;
 }
 
@@ -143,31 +136,30 @@ static ubg_status onednn_run(rt_routine_call *c) {
   const gemm g = bound(c);
   if (g.m == 0 || g.k == 0) return UBG_OK;
   const int threads = c->threads;
-  size_t a_lo_bytes, sums_bytes, lib;
-  const char *why;
-  onednn_layout(c, &g, &a_lo_bytes, &sums_bytes, &lib, &why);
-  if (why) return rt_fail(c->ctx, UBG_EINVAL, "%s: gemm.onednn: m = %lld, n = %lld, k = %lld: %s", c->what,
-                          (long long)g.m, (long long)g.n, (long long)g.k, why);
+  size_t a_lo_bytes, sums_bytes;
+  onednn_layout(c, &g, &a_lo_bytes, &sums_bytes);
   char *s = c->scratch;
   /* the library's part: what is left of the block; at a chunk of other rows
    * than the whole one's it may need more, and rt_dnnl_run then takes its own */
-  lib = c->scratch_bytes > a_lo_bytes + sums_bytes ? c->scratch_bytes - a_lo_bytes - sums_bytes : 0;
+  const size_t lib = c->scratch_bytes > a_lo_bytes + sums_bytes ? c->scratch_bytes - a_lo_bytes - sums_bytes : 0;
+  const char *why;
   void *a_lo = a_lo_bytes ? s : NULL;
   if (a_lo && (g.c || g.c_sum)) rt_convert(a_lo, c->dtype, g.a, UBG_F32, g.m * g.k, threads);
   for (int sum = 0; sum < 2; sum++) {
     if (!(sum ? g.c_sum : g.c)) continue;
     const rt_dnnl_gemm d = onednn_args(&g, c->dtype, a_lo, sum);
     if (rt_dnnl_run(c->ctx->dnnl, &d, threads, s + a_lo_bytes + sums_bytes, lib, &why) < 0)
-      return rt_fail(c->ctx, UBG_ENOMEM, "%s: gemm.onednn: m = %lld, n = %lld, k = %lld: %s", c->what,
-                     (long long)g.m, (long long)g.n, (long long)g.k, why);
+      return rt_fail(c->ctx, strcmp(why, "out of memory") ? UBG_EINVAL : UBG_ENOMEM,
+                     "%s: gemm.onednn: m = %lld, n = %lld, k = %lld: %s", c->what, (long long)g.m, (long long)g.n,
+                     (long long)g.k, why);
   }
   epilogue_sums(&g, (float *)(s + a_lo_bytes), c->dtype, threads);
   return UBG_OK;
 }
 
 const rt_routine rt_routine_gemm_onednn = {.name = "gemm.onednn",
-                                 .missing = onednn_missing,
-                                 .runs = onednn_runs,
+                                 .missing = rt_dnnl_missing,
+                                 .runs = rt_dnnl_runs,
                                  .scratch = onednn_scratch,
                                  .run = onednn_run};
 
