@@ -166,22 +166,14 @@ def test_refused_flce_leaves_gradients_alone():
         assert torch.equal(t.grad, torch.full_like(t.grad, 7.0))
 
 
-def test_refused_in_place_rms_norm_backward_leaves_dy_untouched():
-    """in_place=True writes dX over dY; when the backward is refused (here:
-    dY is X's own memory, which dX may not overlap) dY must be untouched
-    and no gradient written. With in_place=False the same dY is only read,
-    so the call is valid and correct."""
+@pytest.mark.parametrize("in_place", [True, False], ids=["in-place", "out-of-place"])
+def test_rms_norm_backward_with_dy_on_x_leaves_x_untouched(in_place):
+    """dY given as X's own memory (y.backward(x.detach())): dX is never
+    written over it, in_place or not, and the gradients are right"""
     x = T(6, 32, grad=True)
     w = T(32, grad=True)
-    y = ut.rms_norm(x, w, in_place=True)
-    dy = x.detach()  # shares x's memory
     x_before = x.detach().clone()
-    with pytest.raises(ValueError, match=r"\bdx\b.*overlap"):
-        y.backward(dy)
-    assert torch.equal(x.detach(), x_before), "the refused in-place backward modified dY (= X)"
-    assert x.grad is None and w.grad is None
-
-    y = ut.rms_norm(x, w, in_place=False)
+    y = ut.rms_norm(x, w, in_place=in_place)
     y.backward(x.detach())
     assert torch.equal(x.detach(), x_before)
     x64, w64 = x_before.double().requires_grad_(True), w.detach().double().requires_grad_(True)
@@ -205,6 +197,24 @@ def test_refused_liger_kernel_launch_writes_nothing():
                                          label_smoothing=0.0, reduction="mean", softcap=0.0, HAS_GRADIENTS=True)
     assert torch.equal(X, X_before)
     assert torch.equal(loss, torch.full((4,), 5.0))
+
+
+@pytest.mark.parametrize("n_rows, n_cols, where", [(1000, 64, "X_ptr"), (5, 64, "X_ptr"), (4, 65, "X_ptr"),
+                                                    (-1, 64, "n_rows"), (4, 2.5, "n_cols")])
+def test_liger_kernel_grid_past_the_tensors_is_refused(n_rows, n_cols, where):
+    """n_rows and n_cols are the caller's (Triton's kernel trusts them): more
+    than X_ptr holds is a ValueError naming them, before anything is written"""
+    X, Y, loss = torch.randn(4, 64), ids(1, 2, 3, 4), torch.full((4,), 5.0)
+    X_before = X.clone()
+    with pytest.raises(ValueError, match=where):
+        liger_cross_entropy_kernel[(n_rows,)](X_ptr=X, X_stride=64, Y_ptr=Y, Y_stride=1, loss_ptr=loss, n_cols=n_cols,
+                                              n_non_ignore=4, ignore_index=-100, lse_square_scale=0.0,
+                                              label_smoothing=0.0, reduction="mean", softcap=0.0)
+    assert torch.equal(X, X_before) and torch.equal(loss, torch.full((4,), 5.0))
+    with pytest.raises(ValueError, match="loss_ptr"):
+        liger_cross_entropy_kernel[(4,)](X_ptr=X, X_stride=64, Y_ptr=Y, Y_stride=1, loss_ptr=loss[:2], n_cols=64,
+                                         n_non_ignore=4, ignore_index=-100, lse_square_scale=0.0,
+                                         label_smoothing=0.0, reduction="mean", softcap=0.0)
 
 
 def test_error_is_per_call_not_sticky():

@@ -60,6 +60,25 @@ def indices(name, t):
     return t if t.is_contiguous() else t.contiguous()
 
 
+def _use_counts(t):
+    """(references to t's TensorImpl, references to its memory), the probe's own included"""
+    return t._use_count(), torch._C._storage_Use_Count(t.untyped_storage()._cdata)
+
+
+try:  # what a tensor no one else holds shows (private APIs of torch 2.x; where absent, nothing is private)
+    _PRIVATE = _use_counts(torch.empty(1))
+except (AttributeError, RuntimeError, TypeError):
+    _PRIVATE = None
+
+
+def private(t):
+    """True when writing over t changes nothing anyone else reads: only the
+    caller holds the tensor, and no other tensor (a view, a base) is on its
+    memory. A gradient autograd hands to one backward alone is; one handed
+    to several consumers, or a caller's own `y.backward(g)`, is not."""
+    return _PRIVATE is not None and _use_counts(t) == _PRIVATE
+
+
 def choice(name, value, table):
     """value (a name in table, or one of its codes) as the code"""
     if isinstance(value, str) and value in table:

@@ -40,9 +40,14 @@ class RMSNormFunction(torch.autograd.Function):
         X2, Wc, rstd = ctx.saved_tensors
         shape, offset, casting, in_place, w_dtype = ctx.meta
         rows, H = X2.shape
-        dY2 = _util.same_dtype("dY", _util.tensor("dY", dY), X2.dtype).reshape(rows, H)
-        # in_place: dX overwrites dY's memory (Liger's default, to save memory)
-        dX = dY2 if in_place else _util.empty_like(dY2)
+        dYc = _util.same_dtype("dY", _util.tensor("dY", dY), X2.dtype)
+        # dX overwrites dY's memory where no one else reads it: a copy made
+        # here, or (in_place, Liger's default, to save memory) a gradient
+        # autograd gives this backward alone; Liger's writes over it always,
+        # which is wrong where dY reaches several consumers
+        over_dY = dYc is not dY or (in_place and _util.private(dY))
+        dY2 = dYc.reshape(rows, H)
+        dX = dY2 if over_dY else _util.empty_like(dY2)
         dW = _util.empty((H,), X2.dtype) if Wc is not None else None
         _util.launch("rms_norm", "bwd", X2.dtype, dy=dY2, x=X2, w=Wc, rstd=rstd, dx=dX, dw=dW, rows=rows, cols=H,
                      offset=offset, casting=casting)
