@@ -244,6 +244,31 @@ Test(launch, sized_refuses_a_buffer_of_the_wrong_size, .init = setup, .fini = te
   cr_assert_eq(ubg_launch_sized(NULL, "rms_norm", "fwd", UBG_F32, args, 5, sizes), UBG_EINVAL);
 }
 
+/* ubg_arg_info: every argument of a pass and of a composite op, with the
+ * element type of the call's dtype and whether the call writes it */
+Test(launch, arg_info_describes_passes_and_composites, .init = setup, .fini = teardown) {
+  const char *name, *elem;
+  ubg_arg_kind kind;
+  int written;
+  cr_assert_eq(ubg_arg_info(ctx, "rms_norm", "fwd", UBG_BF16, 0, &name, &kind, &elem, &written), UBG_OK);
+  cr_assert(!strcmp(name, "x") && kind == UBG_ARG_PTR && !strcmp(elem, "bf16") && !written);
+  int n = 0, outs = 0;
+  while (ubg_arg_info(ctx, "rms_norm", "fwd", UBG_BF16, n, &name, &kind, &elem, &written) == UBG_OK) {
+    if (!strcmp(name, "rstd")) cr_assert(!strcmp(elem, "f32") && written, "rstd is an f32 output");
+    if (!strcmp(name, "rows")) cr_assert(kind == UBG_ARG_I64 && elem == NULL && !written);
+    outs += written, n++;
+  }
+  cr_assert_eq(outs, 2, "y and rstd");
+  cr_assert(strstr(ubg_ctx_error(ctx), "no argument number"), "%s", ubg_ctx_error(ctx));
+  bool target = false;
+  for (int i = 0; ubg_arg_info(ctx, "flce", "chunk", UBG_F16, i, &name, &kind, &elem, &written) == UBG_OK; i++)
+    if (!strcmp(name, "target")) target = !strcmp(elem, "i64") && !written;
+  cr_assert(target, "flce.chunk's target is an i64 input");
+  cr_assert_eq(ubg_arg_info(ctx, "rms_norm", "nope", UBG_F32, 0, &name, &kind, &elem, &written), UBG_ENOTFOUND);
+  cr_assert_eq(ubg_arg_info(ctx, "rms_norm", "fwd", (ubg_dtype)7, 0, &name, &kind, &elem, &written), UBG_EINVAL);
+  cr_assert_eq(ubg_arg_info(NULL, "rms_norm", "fwd", UBG_F32, 0, &name, &kind, &elem, &written), UBG_EINVAL);
+}
+
 typedef struct {
   int64_t cols;
   char variant[160];

@@ -93,7 +93,7 @@ class Context:
         values = list(args.values())
         key = (kernel, pass_, tuple(args), tuple(map(type, values)))
         layout = _layouts.get(key) or _new_layout(key)
-        packed, nbytes = layout.pack(values)
+        packed, nbytes = layout.pack(values, self.handle, code)
         status = _lib.launch_sized(self.handle, layout.kernel, layout.pass_, code, packed, len(values), nbytes)
         if status != _lib.OK:
             self._check_named(status)
@@ -139,7 +139,9 @@ class _Layout:
     """How to pack a call of kernel.pass_ whose arguments are names, with
     values of types: each one's kind and the head of its Arg (its name's
     address and kind), and which values go through a function to an
-    address and a byte size"""
+    address and a byte size, checked against the element type the spec
+    gives them in the call's dtype (and, for outputs, that they can be
+    written): what a byte count cannot tell"""
 
     def __init__(self, kernel, pass_, names, types):
         self.kernel, self.pass_, self.names = kernel.encode(), pass_.encode(), names
@@ -155,17 +157,44 @@ class _Layout:
         self.flat[0::2] = (_lib.arg_head(name, kind) for name, kind in zip(names, kinds))
         self.no_sizes = [-1] * len(names)  # a scalar's "byte size"
         self.sizes = struct.Struct("=%dq" % len(names))
+        self.wants = {}  # (context handle, dtype code) -> [(index, function, _Want or None)]
 
-    def pack(self, values):
-        """(packed Args, packed byte sizes); values is changed"""
+    def pack(self, values, handle, code):
+        """(packed Args, packed byte sizes) of a call on context handle in
+        dtype code; values is changed"""
         if not values:  # the library reads one Arg and one size even so
             return bytes(ctypes.sizeof(_lib.Arg)), bytes(8)
+        buffers = self.wants.get((handle, code)) or self._wants(handle, code)
         names, sizes = self.names, self.no_sizes[:]
-        for i, to_buffer in self.buffers:
-            values[i], sizes[i] = to_buffer(names[i], values[i])
+        for i, to_buffer, want in buffers:
+            values[i], sizes[i] = to_buffer(names[i], values[i], want)
         flat = self.flat[:]
         flat[1::2] = values
         return self.args.pack(*flat), self.sizes.pack(*sizes)
+
+    def _wants(self, handle, code):
+        spec = _lib.args_of(handle, self.kernel, self.pass_, code)
+        wants = [(i, to_buffer, _Want.of(spec.get(self.names[i]))) for i, to_buffer in self.buffers]
+        return self.wants.setdefault((handle, code), wants)
+
+
+class _Want:
+    """what a tensor argument must be: its element type (the spec's name,
+    torch's dtype, numpy's name) and whether the call writes it"""
+
+    def __init__(self, elem, written):
+        self.elem, self.written, self.dtype_name = elem, written, _lib.ELEMS.get(elem)
+        torch = sys.modules.get("torch")
+        self.torch_dtype = getattr(torch, self.dtype_name, None) if torch is not None and self.dtype_name else None
+
+    @staticmethod
+    def of(info):
+        """the _Want of an argument's (elem, written), None for a name the
+        spec does not have (the library names it)"""
+        return None if info is None or info[0] is None else _Want(*info)
+
+    def refuse(self, name, got):
+        raise ValueError("%s: %s elements; the call takes %s (%s) here" % (name, got, self.elem, self.dtype_name))
 
 
 def _kind_of(cls):
@@ -186,12 +215,12 @@ def _kind_of(cls):
     return _lib.ARG_PTR, _buffer
 
 
-def _null(name, value):
+def _null(name, value, want):
     """an omitted optional tensor: the address 0"""
     return 0, -1
 
 
-def _integer(name, value):
+def _integer(name, value, want):
     """an int subclass's value as an int"""
     return int(value), -1
 
@@ -207,9 +236,11 @@ _NOT_ON_CPU = "%s: a tensor on %s; ubgen runs on the CPU"
 _NOT_CONTIGUOUS = "%s: not contiguous (strides %s); pass .contiguous() and read outputs from it"
 
 
-def _tensor_buffer(name, t):
+def _tensor_buffer(name, t, want):
     """_buffer of a torch.Tensor or Parameter, by the attributes quickest
     to read (is_cpu, nbytes: one call each, not two)"""
+    if want is not None and t.dtype is not want.torch_dtype:
+        want.refuse(name, t.dtype)
     if not t.is_cpu:
         raise ValueError(_NOT_ON_CPU % (name, t.device))
     if not t.is_contiguous():
@@ -218,9 +249,11 @@ def _tensor_buffer(name, t):
     return (t.data_ptr() if nbytes else _EMPTY_ADDRESS), nbytes
 
 
-def _buffer(name, value):
+def _buffer(name, value, want):
     """(address, byte size) of a contiguous CPU tensor or array"""
     if hasattr(value, "data_ptr") and hasattr(value, "element_size"):  # a torch tensor
+        if want is not None and str(value.dtype) != "torch." + want.dtype_name:
+            want.refuse(name, value.dtype)
         if value.device.type != "cpu":
             raise ValueError(_NOT_ON_CPU % (name, value.device))
         if not value.is_contiguous():
@@ -228,6 +261,11 @@ def _buffer(name, value):
         nbytes = value.numel() * value.element_size()
         return (value.data_ptr() if nbytes else _EMPTY_ADDRESS), nbytes
     if hasattr(value, "__array_interface__") and hasattr(value, "flags"):  # a numpy array
+        if want is not None:
+            if value.dtype.name != want.dtype_name:
+                want.refuse(name, "numpy " + value.dtype.name)
+            if want.written and not value.flags["WRITEABLE"]:
+                raise ValueError("%s: a read-only array, which the call writes" % name)
         if not value.flags["C_CONTIGUOUS"]:
             raise ValueError("%s: not C-contiguous" % name)
         return (value.__array_interface__["data"][0] if value.nbytes else _EMPTY_ADDRESS), value.nbytes

@@ -15,6 +15,12 @@ DTYPES = (("f32", "torch.float32"), ("f16", "torch.float16"), ("bf16", "torch.bf
 _DTYPE_CODES = {name: code for code, names in enumerate(DTYPES) for name in names}
 
 
+# The element types of the specs' tensors (ubg_arg_info's names), by the
+# name torch and numpy give them (torch.float32, numpy.float32; numpy's
+# bfloat16 is ml_dtypes')
+ELEMS = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i64": "int64", "i32": "int32", "u8": "uint8"}
+
+
 def dtype_code(dtype):
     """the ubg_dtype of "f32", "f16", "bf16" or a torch dtype of one of
     them; None for anything else"""
@@ -143,6 +149,20 @@ prepare = _proto("ubg_prepare", [_p, ctypes.c_char_p, ctypes.c_char_p, _int, cty
 # args and nbytes: packed Arg and int64 arrays (bytes, which the library only reads)
 launch_sized = _proto("ubg_launch_sized", [_p, ctypes.c_char_p, ctypes.c_char_p, _int, ctypes.c_char_p,
                                            ctypes.c_size_t, ctypes.c_char_p])
+arg_info = _proto("ubg_arg_info", [_p, ctypes.c_char_p, ctypes.c_char_p, _int, _int, ctypes.POINTER(ctypes.c_char_p),
+                                   ctypes.POINTER(_int), ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(_int)])
+
+
+def args_of(handle, kernel, pass_, code):
+    """{name: (element type name or None, written)} of kernel.pass_'s
+    arguments in dtype code (ubg_arg_info); {} for an unknown kernel or
+    pass, which the launch then names"""
+    out, i = {}, 0
+    name, kind, elem, written = ctypes.c_char_p(), _int(), ctypes.c_char_p(), _int()
+    while arg_info(handle, kernel, pass_, code, i, name, kind, elem, written) == OK:
+        out[name.value.decode()] = (elem.value.decode() if elem.value else None, bool(written.value))
+        i += 1
+    return out
 
 
 class UbgenError(RuntimeError):

@@ -175,6 +175,15 @@ UBG_API ubg_status ubg_launch(ubg_ctx *, const char *kernel, const char *pass, u
  * anything runs. */
 UBG_API ubg_status ubg_launch_sized(ubg_ctx *, const char *kernel, const char *pass, ubg_dtype,
                                     const ubg_arg *args, size_t nargs, const int64_t *nbytes);
+/* What a call of kernel.pass (a pass or a composite op) in dtype takes as
+ * its argument number `index` (from 0): the name, the kind, for a tensor
+ * its element type ("f32", "f16", "bf16", "i64", "i32" or "u8"; NULL for
+ * a scalar) and whether the call writes it (1) or only reads it (0), so
+ * that a binding can check what ubg_launch_sized cannot see in a byte
+ * count. The strings live as long as the context. UBG_ENOTFOUND past the
+ * last argument or for a kernel, pass or composite without arguments. */
+UBG_API ubg_status ubg_arg_info(ubg_ctx *, const char *kernel, const char *pass, ubg_dtype, int index,
+                                const char **name, ubg_arg_kind *kind, const char **elem, int *written);
 
 #ifdef __cplusplus
 }

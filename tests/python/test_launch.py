@@ -29,11 +29,45 @@ def test_launch_takes_numpy_arrays_and_omitted_optionals():
 
 def test_a_buffer_of_the_wrong_size_is_refused_and_nothing_written():
     x, y, rstd = torch.randn(4, 37), torch.full((4, 37), 7.0), torch.full((4,), 7.0)
-    with pytest.raises(ValueError, match=r"x is a buffer of 296 bytes; its shape \[rows, cols\] = \[4, 37\] of f32"):
-        ubgen.launch("rms_norm", "fwd", "f32", x=x.to(torch.bfloat16), y=y, rstd=rstd, rows=4, cols=37)
+    with pytest.raises(ValueError, match=r"x is a buffer of 576 bytes; its shape \[rows, cols\] = \[4, 37\] of f32"):
+        ubgen.launch("rms_norm", "fwd", "f32", x=torch.randn(4, 36), y=y, rstd=rstd, rows=4, cols=37)
     with pytest.raises(ValueError, match="y is a buffer of 444 bytes"):
         ubgen.launch("rms_norm", "fwd", "f32", x=x, y=y[:3], rstd=rstd, rows=4, cols=37)
     assert torch.all(y == 7.0) and torch.all(rstd == 7.0)
+
+
+@pytest.mark.parametrize("name, value, why", [
+    ("x", torch.zeros(4, 37, dtype=torch.int32), "x: torch.int32 elements; the call takes f32"),
+    ("y", torch.zeros(2, 37, dtype=torch.float64), "y: torch.float64 elements"),
+    ("x", torch.zeros(4, 37, dtype=torch.float16), "x: torch.float16 elements"),
+    ("y", np.empty((4, 37), dtype=object), "y: numpy object elements"),
+    ("y", np.zeros((4, 37), dtype=np.int32), "y: numpy int32 elements"),
+    ("y", np.frombuffer(bytes(4 * 37 * 4), dtype=np.float32).reshape(4, 37), "y: a read-only array"),
+], ids=["int32-in", "f64-out", "f16-in-f32-call", "numpy-object-out", "numpy-int32-out", "read-only-out"])
+def test_a_buffer_of_the_right_size_and_wrong_type_is_refused(name, value, why):
+    """a byte count cannot tell f64 from two f32s, f16 from bf16, an object
+    array's pointers from floats, or a read-only array from an output: the
+    element type the spec gives the argument in the call's dtype, and for
+    an output that it can be written, are checked before anything runs"""
+    args = dict(x=torch.randn(4, 37), y=torch.full((4, 37), 7.0), rstd=torch.full((4,), 7.0))
+    args[name] = value
+    with pytest.raises(ValueError, match=why):
+        ubgen.launch("rms_norm", "fwd", "f32", rows=4, cols=37, **args)
+    assert torch.all(args["rstd"] == 7.0)
+    x16 = torch.randn(4, 37, dtype=torch.float16)
+    with pytest.raises(ValueError, match="x: torch.float16 elements; the call takes bf16"):
+        ubgen.launch("rms_norm", "fwd", "bf16", x=x16, y=torch.empty(4, 37, dtype=torch.bfloat16), rstd=torch.empty(4),
+                     rows=4, cols=37)
+
+
+def test_composite_arguments_are_typed_too():
+    """flce.chunk (a composite op): target is i64, the loss f32"""
+    x, w = torch.randn(4, 16), torch.randn(32, 16)
+    loss = torch.full((1,), 7.0)
+    with pytest.raises(ValueError, match="target: torch.int32 elements; the call takes i64"):
+        ubgen.launch("flce", "chunk", "f32", x=x, weight=w, target=torch.zeros(4, dtype=torch.int32), loss=loss,
+                     bt=4, hidden=16, vocab=32)
+    assert loss.item() == 7.0
 
 
 def test_bad_values_name_the_argument():
