@@ -19,6 +19,7 @@ typedef struct {
   int nargs;
   int *args; /* node indices */
   size_t pos;
+  int depth; /* of the tree under it, itself included */
 } node;
 
 struct ug_expr {
@@ -63,7 +64,12 @@ static int add_node(parser *p, opcode op, int64_t value, size_t pos, int nargs, 
     e->nodes = nn;
     e->cap = cap;
   }
+  int depth = 1;
+  for (int k = 0; k < nargs; k++)
+    if (e->nodes[args[k]].depth >= depth) depth = e->nodes[args[k]].depth + 1;
+  if (depth > UG_EXPR_MAX_DEPTH) return perr(p, pos, "expression nested too deeply (more than %d levels)", UG_EXPR_MAX_DEPTH);
   node *n = &e->nodes[e->nnodes];
+  n->depth = depth;
   n->op = op;
   n->value = value;
   n->pos = pos;
@@ -175,7 +181,7 @@ static int parse_primary(parser *p) {
 static int parse_unary(parser *p) {
   skip(p);
   size_t pos = p->i;
-  if (++p->depth > 200) return perr(p, pos, "expression nested too deeply");
+  if (++p->depth > UG_EXPR_MAX_DEPTH) return perr(p, pos, "expression nested too deeply (more than %d levels)", UG_EXPR_MAX_DEPTH);
   int r;
   if (accept(p, "-")) {
     int a = parse_unary(p);
@@ -249,7 +255,7 @@ static int parse_cond(parser *p) {
 }
 
 static int parse_expr(parser *p) {
-  if (++p->depth > 200) return perr(p, p->i, "expression nested too deeply");
+  if (++p->depth > UG_EXPR_MAX_DEPTH) return perr(p, p->i, "expression nested too deeply (more than %d levels)", UG_EXPR_MAX_DEPTH);
   int r = parse_cond(p);
   p->depth--;
   return r;
@@ -278,6 +284,11 @@ ug_expr *ug_expr_parse(const char *src, ug_resolve_fn resolve, void *ud, ug_expr
     return NULL;
   }
   parser p = {e->src, 0, e, resolve, ud, err, 0, false};
+  if (strlen(src) > UG_EXPR_MAX_LEN) {
+    perr(&p, UG_EXPR_MAX_LEN, "expression longer than %d characters", UG_EXPR_MAX_LEN);
+    ug_expr_free(e);
+    return NULL;
+  }
   skip(&p);
   if (!p.s[p.i]) {
     perr(&p, 0, "empty expression");

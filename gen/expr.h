@@ -36,6 +36,11 @@ typedef struct {
  * name is unknown, or -2 when known but not allowed here (*why says why). */
 typedef int (*ug_resolve_fn)(void *ud, const char *name, size_t len, const char **why);
 
+/* Every expression, wherever a spec or a caller writes one: at most
+ * UG_EXPR_MAX_LEN characters and a tree at most UG_EXPR_MAX_DEPTH deep
+ * (m+0+0+... is as deep as it is long), so that evaluating it, which
+ * recurses, stays within a small stack. */
+enum { UG_EXPR_MAX_LEN = 4096, UG_EXPR_MAX_DEPTH = 200 };
 ug_expr *ug_expr_parse(const char *src, ug_resolve_fn resolve, void *ud, ug_expr_err *err);
 void ug_expr_free(ug_expr *e);
 

@@ -83,7 +83,6 @@ int ug_spec_get_expr(L *l, json_t *v, const ug_jloc *at, const ug_pass *p, int a
 
 int ug_spec_expr_text(L *l, const char *src, const ug_jloc *at, int pos0, const ug_pass *p, int allow,
                       int derived_limit, const char *what, ug_expr **out) {
-  if (strlen(src) > 4096) return ug_spec_fail_at(l, at->at, "%s is longer than 4096 characters", what);
   resolver r = {p, allow, derived_limit, what};
   ug_expr_err err;
   *out = ug_expr_parse(src, ug_spec_resolve, &r, &err);

@@ -120,7 +120,17 @@ static int load_binds(L *l, const ug_pass *call, const ug_run *r, const ug_pass 
     } else if (!ug_is_ident(key)) {
       return ug_spec_fail_at(l, bat->at, "argument name \"%s\" is not an identifier", key);
     }
-    if (load_bind(l, call, r, &(*out)[(*nout)++], key, bv, bat, want) < 0) return -1;
+    ug_binding *b = &(*out)[(*nout)++];
+    if (load_bind(l, call, r, b, key, bv, bat, want) < 0) return -1;
+    /* a pass writes what it binds as its outputs: never one of the op's inputs */
+    const int pa = pass ? ug_pass_arg(pass, key) : -1;
+    if (b->kind == UG_BIND_TENSOR && pa >= 0 && pass->args[pa].role != UG_ROLE_IN)
+      for (int t = 0; t < (b->cond ? 2 : 1); t++) { /* other only with a condition */
+        const ug_tref *tr = t ? &b->other : &b->then;
+        if (tr->arg >= 0 && call->args[tr->arg].role == UG_ROLE_IN)
+          return ug_spec_fail_at(l, bat->at, "pass %s writes its \"%s\", bound here to \"%s\", an input of the op",
+                                 pass->name, key, call->args[tr->arg].name);
+      }
   }
   /* a pass's arguments without a default are all bound */
   for (int i = 0; pass && i < pass->nargs; i++) {
@@ -223,6 +233,16 @@ static int load_scratch(L *l, ug_pass *call, ug_run *r, json_t *v, const ug_jloc
   return 0;
 }
 
+/* a and b are the same text but for spaces */
+static bool same_text(const char *a, const char *b) {
+  for (;; a++, b++) {
+    while (*a == ' ') a++;
+    while (*b == ' ') b++;
+    if (*a != *b) return false;
+    if (!*a) return true;
+  }
+}
+
 /* "run": {"rows": expr, "scratch": [...], "before": [...], "chunk": [...], "after": [...]} */
 int ug_spec_load_run(L *l, const ug_kernel *k, ug_composite *c, json_t *v, const ug_jloc *at) {
   static const char *const keys[] = {"rows", "scratch", "before", "chunk", "after", NULL};
@@ -245,6 +265,14 @@ int ug_spec_load_run(L *l, const ug_kernel *k, ug_composite *c, json_t *v, const
   if (ug_spec_require(l, f, at, "rows", "\"run\"") < 0 ||
       ug_spec_get_expr(l, f, k_at, call, ALLOW_RUN, 0, "\"rows\"", &r->rows) < 0)
     return -1;
+  /* the chunks cover rows the op's tensors have: "rows" is a tensor's first dimension, as written */
+  bool first_dim = false;
+  for (int i = 0; i < call->nargs && !first_dim; i++)
+    first_dim = call->args[i].kind == UG_ARG_TENSOR && call->args[i].rank > 0 &&
+                same_text(ug_expr_source(call->args[i].shape[0]), ug_expr_source(r->rows));
+  if (!first_dim)
+    return ug_spec_fail_at(l, k_at->at, "\"rows\" (\"%s\") is not the first dimension of any tensor argument of the op: "
+                           "the chunks would cover rows its tensors do not have", ug_expr_source(r->rows));
   if ((f = ug_spec_member(v, at, "scratch", &k_at)) && load_scratch(l, call, r, f, k_at) < 0) return -1;
   for (int ph = 0; ph < UG_RUN_PHASES; ph++) {
     json_t *steps = ug_spec_member(v, at, phases[ph], &k_at);

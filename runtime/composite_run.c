@@ -94,17 +94,21 @@ static ubg_status tensor(const run_call *rc, const ug_tref *t, void **p, ug_elem
   return UBG_OK;
 }
 
-/* a step's bindings as named arguments */
-static ubg_status bind(const run_call *rc, const ug_binding *b, int n, ubg_arg *args, ug_elem *elem, int64_t *nbytes) {
+/* a step's bindings as named arguments; of each tensor, the call's
+ * argument it is (or -1) and whether it is scratch */
+static ubg_status bind(const run_call *rc, const ug_binding *b, int n, ubg_arg *args, ug_elem *elem, int64_t *nbytes,
+                       int *arg, bool *scratch) {
   ubg_status s;
   for (int i = 0; i < n; i++) {
     args[i].name = b[i].param;
-    elem[i] = UG_ELEM_F32, nbytes[i] = 0;
+    elem[i] = UG_ELEM_F32, nbytes[i] = 0, arg[i] = -1, scratch[i] = false;
     if (b[i].kind == UG_BIND_TENSOR) {
       int64_t pick = 1;
       if (b[i].cond && (s = eval(rc, b[i].cond, "a binding's condition", &pick))) return s;
       args[i].kind = UBG_ARG_PTR;
-      if ((s = tensor(rc, pick ? &b[i].then : &b[i].other, &args[i].v.p, &elem[i], &nbytes[i]))) return s;
+      const ug_tref *t = pick ? &b[i].then : &b[i].other;
+      arg[i] = t->arg, scratch[i] = t->scratch >= 0;
+      if ((s = tensor(rc, t, &args[i].v.p, &elem[i], &nbytes[i]))) return s;
     } else if (b[i].kind == UG_BIND_INT) {
       args[i].kind = UBG_ARG_I64;
       if ((s = eval(rc, b[i].value, b[i].param, &args[i].v.i))) return s;
@@ -116,13 +120,25 @@ static ubg_status bind(const run_call *rc, const ug_binding *b, int n, ubg_arg *
   return UBG_OK;
 }
 
-typedef enum { STEP_SCRATCH, STEP_BEGIN, STEP_RUN, STEP_END_OK, STEP_END_FAILED } step_do;
+/* STEP_CHECK: every check of a step's bindings (sizes, element types,
+ * roles), nothing run: each chunk's steps are checked before the first
+ * writes anything */
+typedef enum { STEP_SCRATCH, STEP_BEGIN, STEP_CHECK, STEP_RUN, STEP_END_OK, STEP_END_FAILED } step_do;
+
+/* a routine writes none of the call's inputs */
+static ubg_status check_writes(const run_call *rc, const rt_routine_call *c, const rt_routine *r, const int *arg) {
+  for (int i = 0; i < c->nargs; i++)
+    if (arg[i] >= 0 && rc->call->args[arg[i]].role == UG_ROLE_IN && r->writes && r->writes(c, c->args[i].name))
+      return rt_fail(rc->ctx, UBG_EINVAL, "%s: routine %s would write %s, an input of the call (bound to its %s)",
+                     rc->what, r->name, rc->call->args[arg[i]].name, c->args[i].name);
+  return UBG_OK;
+}
 
 /* one step (index `si` of all steps): bound, then sized, begun, run or ended;
  * *bytes gets a routine's scratch; variant what ran ("-": skipped) */
 static ubg_status step(run_call *rc, const ug_step *st, int si, step_do todo, size_t *bytes, char *variant, size_t vn) {
   const rt_routine *r = rc->routine[si];
-  if (!r && todo != STEP_RUN) return UBG_OK; /* a pass: nothing to size, begin or end */
+  if (!r && todo != STEP_RUN && todo != STEP_CHECK) return UBG_OK; /* a pass: nothing to size, begin or end */
   if (r && (todo == STEP_BEGIN || todo >= STEP_END_OK) && !(todo == STEP_BEGIN ? r->begin != NULL : r->end != NULL))
     return UBG_OK;
   int64_t on = 1;
@@ -138,9 +154,14 @@ static ubg_status step(run_call *rc, const ug_step *st, int si, step_do todo, si
   ubg_arg args[UG_MAX_ARGS];
   ug_elem elem[UG_MAX_ARGS];
   int64_t nbytes[UG_MAX_ARGS];
-  if ((s = bind(rc, b, nb, args, elem, nbytes))) return s;
+  int arg[UG_MAX_ARGS];
+  bool scratch[UG_MAX_ARGS];
+  if ((s = bind(rc, b, nb, args, elem, nbytes, arg, scratch))) return s;
   if (!r) {
-    if ((s = rt_launch(rc->ctx, rc->k->name, st->pass, rc->dtype, args, (size_t)nb))) return s;
+    /* before any step ran, scratch holds no values: its index ranges are not read */
+    const rt_bound bound = {elem, todo == STEP_CHECK ? scratch : NULL, todo == STEP_CHECK};
+    if ((s = rt_launch_bound(rc->ctx, rc->k->name, st->pass, rc->dtype, args, (size_t)nb, nbytes, &bound))) return s;
+    if (todo == STEP_CHECK) return UBG_OK;
     const char *v = ubg_ctx_last_variant(rc->ctx);
     if (variant) snprintf(variant, vn, "%s", v ? v : "?");
     return UBG_OK;
@@ -153,6 +174,9 @@ static ubg_status step(run_call *rc, const ug_step *st, int si, step_do todo, si
     return UBG_OK;
   case STEP_BEGIN:
     return r->begin(&c);
+  case STEP_CHECK:
+    if ((s = check_writes(rc, &c, r, arg))) return s;
+    return r->check ? r->check(&c) : UBG_OK;
   case STEP_RUN:
     if ((s = r->run(&c))) return s;
     if (variant) snprintf(variant, vn, "%s", c.variant);
@@ -298,7 +322,12 @@ ubg_status rt_composite_run(ubg_ctx *ctx, const rt_composite *op, const char *wh
   size_t bytes = 0, most = 0;
   bool begun = false;
   char variants[32][160];
-  if (s || (s = eval(&rc, rc.run->rows, "its rows", &total)) || (s = choose(&rc, op, total, &ch, NULL, 0))) goto done;
+  if (s || (s = eval(&rc, rc.run->rows, "its rows", &total))) goto done;
+  if (total < 0) {
+    s = rt_fail(ctx, UBG_EINVAL, "%s: its rows (%s) = %lld, below 0", what, ug_expr_source(rc.run->rows), (long long)total);
+    goto done;
+  }
+  if ((s = choose(&rc, op, total, &ch, NULL, 0))) goto done;
   const int64_t chunk = rc.value[0];
   /* the routines and their states, and one scratch block for them all, as large as the largest chunk asks */
   if ((s = resolve(&rc, true)) || (s = allocate(&rc, &bytes, false))) goto done;
@@ -310,7 +339,15 @@ ubg_status rt_composite_run(ubg_ctx *ctx, const rt_composite *op, const char *wh
     goto done;
   }
   last_scratch = bytes + most;
+  /* every step of every chunk checked, so that none fails once one has written */
   set_rows(&rc, 0, total);
+  if ((s = steps(&rc, UG_RUN_BEFORE, STEP_CHECK, &most, NULL))) goto done;
+  for (int64_t off = 0; off < total; off += chunk) {
+    set_rows(&rc, off, total - off < chunk ? total - off : chunk);
+    if ((s = steps(&rc, UG_RUN_CHUNK, STEP_CHECK, &most, NULL))) goto done;
+  }
+  set_rows(&rc, 0, total);
+  if ((s = steps(&rc, UG_RUN_AFTER, STEP_CHECK, &most, NULL))) goto done;
   if ((s = steps(&rc, -1, STEP_BEGIN, &most, NULL))) goto done;
   begun = true;
   /* every chunk step on no rows: each variant picked and compiled before anything is written */

@@ -233,5 +233,18 @@ UBG_HIDDEN ubg_status rt_check_values(const ubg_ctx *ctx, const char *what, cons
 /* rt_launch with the byte sizes of the callers' buffers (ubg_launch_sized) */
 UBG_HIDDEN ubg_status rt_launch_sized(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype,
                                       const ubg_arg *args, size_t nargs, const int64_t *nbytes);
+/* rt_launch_sized for a composite's step (composite_run.c), whose
+ * bindings come from a spec and are checked as a caller's are: nbytes[i]
+ * is what args[i]'s tensor holds from where it points (at least the pass's
+ * shape), elem[i] its element type (the pass's own, or refused); unset[i]
+ * (or NULL): a buffer no step has filled yet, whose index range is not
+ * read; check_only: every check, and nothing run */
+typedef struct {
+  const ug_elem *elem;
+  const bool *unset;
+  bool check_only;
+} rt_bound;
+UBG_HIDDEN ubg_status rt_launch_bound(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype,
+                                      const ubg_arg *args, size_t nargs, const int64_t *nbytes, const rt_bound *bound);
 
 #endif

@@ -28,6 +28,8 @@ typedef struct {
   int dtype;
   size_t esize[UG_MAX_ARGS]; /* each tensor argument's element bytes in this dtype */
   char what[MAX_WHAT];       /* "kernel.pass" for messages */
+  const rt_bound *bound;     /* a composite's step (sizes at least, types given), or NULL */
+  bool unset[UG_MAX_ARGS];   /* bound to a buffer that holds no values yet: its range is not read */
 } call;
 
 static ubg_status bad_dtype(const ubg_ctx *ctx, const char *what, ubg_dtype dtype) {
@@ -36,8 +38,8 @@ static ubg_status bad_dtype(const ubg_ctx *ctx, const char *what, ubg_dtype dtyp
 
 /* a call of p in dtype (a valid one), named `what` in messages */
 static void call_init(call *c, const ubg_ctx *ctx, const ug_pass *p, ubg_dtype dtype, const char *what) {
-  c->ctx = ctx, c->p = p, c->dtype = (int)dtype;
-  for (int ai = 0; ai < p->nargs; ai++) c->esize[ai] = ug_elem_bytes(p->args[ai].elem, (int)dtype);
+  c->ctx = ctx, c->p = p, c->dtype = (int)dtype, c->bound = NULL;
+  for (int ai = 0; ai < p->nargs; ai++) c->esize[ai] = ug_elem_bytes(p->args[ai].elem, (int)dtype), c->unset[ai] = false;
   snprintf(c->what, sizeof c->what, "%s", what);
 }
 
@@ -64,8 +66,9 @@ static ubg_arg_kind kind_of(const ug_arg *a) {
 }
 
 /* nbytes (may be NULL): the sizes of the caller's buffers in bytes, by
- * argument (negative: not known); into sizes[] by spec slot, -1 unknown */
-static ubg_status match_args(const call *c, const ubg_arg *args, size_t nargs, const int64_t *nbytes, ubg_slot *slots,
+ * argument (negative: not known); into sizes[] by spec slot, -1 unknown.
+ * A composite's step (c->bound) gives each tensor's element type too. */
+static ubg_status match_args(call *c, const ubg_arg *args, size_t nargs, const int64_t *nbytes, ubg_slot *slots,
                              int64_t *sizes) {
   const ug_pass *p = c->p;
   for (int ai = 0; ai < UG_MAX_ARGS; ai++) sizes[ai] = -1;
@@ -88,6 +91,11 @@ static ubg_status match_args(const call *c, const ubg_arg *args, size_t nargs, c
     if (a->kind != want)
       return rt_fail(c->ctx, UBG_EINVAL, "%s: argument %s must be a %s, got a %s", c->what, a->name, kind_name(want),
                      kind_name(a->kind));
+    const rt_bound *b = c->bound;
+    if (want == UBG_ARG_PTR && b && a->v.p && ug_elem_of(b->elem[i], c->dtype) != ug_elem_of(p->args[ai].elem, c->dtype))
+      return rt_fail(c->ctx, UBG_EINVAL, "%s: %s is bound to a tensor of %s; the pass takes %s", c->what, a->name,
+                     ug_elem_name(ug_elem_of(b->elem[i], c->dtype)), ug_elem_name(ug_elem_of(p->args[ai].elem, c->dtype)));
+    if (want == UBG_ARG_PTR && b && b->unset) c->unset[ai] = b->unset[i];
     if (want == UBG_ARG_PTR) slots[ai].p = a->v.p, sizes[ai] = nbytes ? nbytes[i] : -1;
     else if (want == UBG_ARG_I64) slots[ai].i = a->v.i;
     else slots[ai].f = a->v.f;
@@ -231,13 +239,16 @@ static ubg_status size_tensors(const call *c, const ubg_slot *slots, const int64
   return UBG_OK;
 }
 
-/* a buffer whose size the caller gave must hold the spec's shape exactly */
+/* a buffer whose size the caller gave must hold the spec's shape exactly;
+ * one a composite's step binds, at least (a chunk's rows of a tensor) */
 static ubg_status check_sizes(const call *c, const ubg_slot *slots, const int64_t *env, const int64_t *bytes,
                               const int64_t *given) {
   const ug_pass *p = c->p;
   for (int ai = 0; ai < p->nargs; ai++) {
     const ug_arg *a = &p->args[ai];
-    if (a->kind != UG_ARG_TENSOR || !slots[ai].p || given[ai] < 0 || given[ai] == bytes[ai]) continue;
+    if (a->kind != UG_ARG_TENSOR || !slots[ai].p || given[ai] < 0 || given[ai] == bytes[ai] ||
+        (c->bound && given[ai] > bytes[ai]))
+      continue;
     char shape[256] = "", values[256] = "";
     for (int d = 0; d < a->rank; d++) {
       int64_t v = 0;
@@ -295,7 +306,7 @@ static ubg_status check_ranges(const call *c, const ubg_slot *slots, const int64
   const ug_pass *p = c->p;
   for (int ai = 0; ai < p->nargs; ai++) {
     const ug_arg *a = &p->args[ai];
-    if (!a->range_lo || !bytes[ai]) continue;
+    if (!a->range_lo || !bytes[ai] || c->unset[ai]) continue;
     int64_t lo, hi, except = 0;
     ug_expr_err err;
     if (ug_expr_eval(a->range_lo, env, &lo, &err) < 0 || ug_expr_eval(a->range_hi, env, &hi, &err) < 0 ||
@@ -324,7 +335,7 @@ static void set_dtype(const ug_pass *p, ubg_dtype dtype, int64_t *env) {
 }
 
 /* every check of a call's arguments against the spec, in order */
-static ubg_status check_call(const call *c, const ubg_arg *args, size_t nargs, const int64_t *nbytes, ubg_slot *slots,
+static ubg_status check_call(call *c, const ubg_arg *args, size_t nargs, const int64_t *nbytes, ubg_slot *slots,
                              int64_t *env, int64_t *bytes) {
   int64_t given[UG_MAX_ARGS];
   ubg_status s;
@@ -398,6 +409,11 @@ ubg_status rt_launch(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dty
 
 ubg_status rt_launch_sized(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype, const ubg_arg *args,
                            size_t nargs, const int64_t *nbytes) {
+  return rt_launch_bound(ctx, kernel, pass, dtype, args, nargs, nbytes, NULL);
+}
+
+ubg_status rt_launch_bound(ubg_ctx *ctx, const char *kernel, const char *pass, ubg_dtype dtype, const ubg_arg *args,
+                           size_t nargs, const int64_t *nbytes, const rt_bound *bound) {
   rt_pass *rp;
   ubg_status s = rt_find_pass(ctx, kernel, pass, &rp);
   if (s) return s;
@@ -407,6 +423,7 @@ ubg_status rt_launch_sized(ubg_ctx *ctx, const char *kernel, const char *pass, u
   if ((unsigned)dtype >= UG_NDTYPES) return bad_dtype(ctx, what, dtype);
   call c;
   call_init(&c, ctx, p, dtype, what);
+  c.bound = bound;
   if (!p->dtypes[dtype]) return rt_fail(ctx, UBG_EINVAL, "%s has no %s variants", c.what, ug_dtype_name((int)dtype));
   if (p->nderived > MAX_DERIVED)
     return rt_fail(ctx, UBG_EINVAL, "%s: more than %d derived values", c.what, MAX_DERIVED);
@@ -417,7 +434,7 @@ ubg_status rt_launch_sized(ubg_ctx *ctx, const char *kernel, const char *pass, u
   int64_t *env = calloc((size_t)p->nsyms + 1, sizeof *env);
   if (!env) return rt_fail(ctx, UBG_ENOMEM, "out of memory");
   int index = -1;
-  if ((s = check_call(&c, args, nargs, nbytes, slots, env, bytes)) ||
+  if ((s = check_call(&c, args, nargs, nbytes, slots, env, bytes)) || (bound && bound->check_only) ||
       (s = choose(&c, rp, (int)dtype, env, &index))) {
     free(env);
     return s;

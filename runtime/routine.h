@@ -39,6 +39,11 @@ typedef struct rt_routine {
   const char *(*missing)(void);
   /* the dtypes it runs; NULL: all */
   bool (*runs)(ubg_dtype dtype);
+  /* whether it writes the tensor bound to argument `name` in this call (a call's input may not be one) */
+  bool (*writes)(const rt_routine_call *c, const char *name);
+  /* the bound tensors hold what run reads and writes, and are of types it takes (a spec binds
+   * them; called for every chunk before the first runs); NULL: nothing to check */
+  ubg_status (*check)(const rt_routine_call *c);
   /* its scratch for the call's largest chunk (the arguments bound at rows = chunk); NULL: none */
   size_t (*scratch)(const rt_routine_call *c);
   /* before the first step of the call's first chunk: may fail (and then nothing ran) */
@@ -60,6 +65,15 @@ UBG_HIDDEN int rt_routine_arg(const rt_routine_call *c, const char *name);
 UBG_HIDDEN void *rt_routine_p(const rt_routine_call *c, const char *name);
 UBG_HIDDEN int64_t rt_routine_i(const rt_routine_call *c, const char *name, int64_t dflt);
 UBG_HIDDEN double rt_routine_f(const rt_routine_call *c, const char *name, double dflt);
+/* routine `routine`'s check (its `check`) of a tensor bound to `name`:
+ * not NULL where required, of element type elem (UG_ELEM_T: the call's
+ * dtype; RT_F32_OR_T: either f32 or the dtype) and at least count elements
+ * from where it is bound; count below 0 is refused, named by `dims` */
+enum { RT_F32_OR_T = -1 };
+UBG_HIDDEN ubg_status rt_routine_need(const rt_routine_call *c, const char *routine, const char *name, int elem,
+                                      int64_t count, const char *dims, bool required);
+/* name is one of list's, NULL-terminated */
+UBG_HIDDEN bool rt_routine_named(const char *name, const char *const *list);
 /* a tensor's element type (UG_ELEM_F32 when not bound) and bytes */
 UBG_HIDDEN ug_elem rt_routine_elem(const rt_routine_call *c, const char *name);
 UBG_HIDDEN int64_t rt_routine_bytes(const rt_routine_call *c, const char *name);

@@ -40,6 +40,34 @@ static void fill(const rt_routine_call *c, rt_ce_rows *ce) {
   ce->grad = rt_routine_i(c, "grad", 1) != 0;
 }
 
+/* the call's tensors hold bt rows (target, argmax; the per-row outputs
+ * with reduction none) and the chunk's logits its rows, off + rows <= bt */
+static ubg_status ce_check(const rt_routine_call *c) {
+  if (!c->pass)
+    return rt_fail(c->ctx, UBG_EINVAL, "%s: a ce_rows step names no \"pass\" (the cross entropy it runs)", c->what);
+  const int64_t bt = rt_routine_i(c, "bt", 0), vocab = rt_routine_i(c, "vocab", 1), off = rt_routine_i(c, "off", 0),
+                rows = rt_routine_i(c, "rows", 0);
+  const int64_t per_call = rt_routine_i(c, "reduction", 0) == UBG_REDUCE_NONE ? bt : 1;
+  if (vocab < 1 || off < 0 || rows < 0 || off > bt - rows)
+    return rt_fail(c->ctx, UBG_EINVAL, "%s: routine ce_rows: vocab = %lld, off = %lld, rows = %lld, bt = %lld: "
+                   "a chunk's rows [off, off + rows) lie in [0, bt) over vocab >= 1", c->what, (long long)vocab,
+                   (long long)off, (long long)rows, (long long)bt);
+  int64_t cells;
+  if (__builtin_mul_overflow(rows, vocab, &cells))
+    return rt_fail(c->ctx, UBG_EINVAL, "%s: routine ce_rows: rows x vocab overflows", c->what);
+  ubg_status s;
+  if ((s = rt_routine_need(c, "ce_rows", "target", UG_ELEM_I64, bt, "bt", true)) ||
+      (s = rt_routine_need(c, "ce_rows", "logits", UG_ELEM_F32, cells, "rows x vocab", true)) ||
+      (s = rt_routine_need(c, "ce_rows", "ce_weight", UG_ELEM_F32, vocab, "vocab", false)) ||
+      (s = rt_routine_need(c, "ce_rows", "grad_output", UG_ELEM_F32, per_call, "its rows", false)) ||
+      (s = rt_routine_need(c, "ce_rows", "loss", UG_ELEM_F32, per_call, "its rows", true)) ||
+      (s = rt_routine_need(c, "ce_rows", "z_loss", UG_ELEM_F32, per_call, "its rows", false)) ||
+      (s = rt_routine_need(c, "ce_rows", "token_accuracy", UG_ELEM_F32, per_call, "its rows", false)) ||
+      (s = rt_routine_need(c, "ce_rows", "argmax", UG_ELEM_I64, bt, "bt", false)))
+    return s;
+  return UBG_OK;
+}
+
 static size_t ce_scratch(const rt_routine_call *c) {
   rt_ce_rows ce;
   fill(c, &ce);
@@ -47,8 +75,6 @@ static size_t ce_scratch(const rt_routine_call *c) {
 }
 
 static ubg_status ce_begin(rt_routine_call *c) {
-  if (!c->pass)
-    return rt_fail(c->ctx, UBG_EINVAL, "%s: a ce_rows step names no \"pass\" (the cross entropy it runs)", c->what);
   rt_ce_rows *ce = c->state;
   fill(c, ce);
   rt_ce_rows_begin(ce);
@@ -67,8 +93,16 @@ static void ce_end(rt_routine_call *c, bool ok) {
   if (ok) rt_ce_rows_finish(c->state);
 }
 
+/* the outputs, and the logits where it turns them into their gradient */
+static bool ce_writes(const rt_routine_call *c, const char *name) {
+  static const char *const outputs[] = {"loss", "z_loss", "argmax", "token_accuracy", NULL};
+  return rt_routine_named(name, outputs) || (!strcmp(name, "logits") && rt_routine_i(c, "grad", 1) != 0);
+}
+
 const rt_routine rt_routine_ce_rows = {.name = "ce_rows",
                              .state_bytes = sizeof(rt_ce_rows),
+                             .writes = ce_writes,
+                             .check = ce_check,
                              .scratch = ce_scratch,
                              .begin = ce_begin,
                              .run = ce_run,

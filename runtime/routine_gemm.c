@@ -51,6 +51,34 @@ static gemm bound(const rt_routine_call *c) {
   return g;
 }
 
+static bool gemm_writes(const rt_routine_call *c, const char *name) {
+  static const char *const outputs[] = {"c", "c_sum", "colsum", "colsum_sum", NULL};
+  return rt_routine_named(name, outputs);
+}
+
+/* every operand holds its shape from where it is bound, in a type the GEMM takes */
+static ubg_status gemm_check(const rt_routine_call *c) {
+  const gemm g = bound(c);
+  int64_t mk, kn, mn;
+  if (g.m < 0 || g.n < 0 || g.k < 0 || __builtin_mul_overflow(g.m, g.k, &mk) || __builtin_mul_overflow(g.k, g.n, &kn) ||
+      __builtin_mul_overflow(g.m, g.n, &mn))
+    return rt_fail(c->ctx, UBG_EINVAL, "%s: routine gemm: m = %lld, n = %lld, k = %lld", c->what, (long long)g.m,
+                   (long long)g.n, (long long)g.k);
+  const bool product = mk > 0; /* m = 0 or k = 0 writes nothing */
+  const char *r = "gemm";
+  ubg_status s;
+  if ((s = rt_routine_need(c, r, "a", RT_F32_OR_T, mk, "m x k", true)) ||
+      (s = rt_routine_need(c, r, "b", UG_ELEM_T, product ? kn : 0, "k x n", true)) ||
+      (s = rt_routine_need(c, r, "c", RT_F32_OR_T, product ? mn : 0, "m x n", !g.c_sum)) ||
+      (s = rt_routine_need(c, r, "c_sum", UG_ELEM_T, mn, "m x n", false)) ||
+      (s = rt_routine_need(c, r, "bias", UG_ELEM_T, g.n, "n", false)) ||
+      (s = rt_routine_need(c, r, "colsum", UG_ELEM_F32, g.m, "m", false)) ||
+      (s = rt_routine_need(c, r, "colsum_sum", UG_ELEM_T, g.m, "m", false)) ||
+      (s = rt_routine_need(c, r, "sums_of", UG_ELEM_F32, mk, "m x k", false)))
+    return s;
+  return UBG_OK;
+}
+
 static float load(const void *p, int64_t i, ubg_dtype dt) {
   return dt == UBG_F32 ? ubg_ld_f32(p, i) : dt == UBG_F16 ? ubg_ld_f16(p, i) : ubg_ld_bf16(p, i);
 }
@@ -159,6 +187,8 @@ static ubg_status onednn_run(rt_routine_call *c) {
 
 const rt_routine rt_routine_gemm_onednn = {.name = "gemm.onednn",
                                  .missing = rt_dnnl_missing,
+                                 .writes = gemm_writes,
+                                 .check = gemm_check,
                                  .runs = rt_dnnl_runs,
                                  .scratch = onednn_scratch,
                                  .run = onednn_run};
@@ -200,6 +230,8 @@ static size_t openblas_scratch(const rt_routine_call *c) {
 
 const rt_routine rt_routine_gemm_openblas = {.name = "gemm.openblas",
                                    .missing = openblas_missing,
+                                   .writes = gemm_writes,
+                                   .check = gemm_check,
                                    .runs = openblas_runs,
                                    .scratch = openblas_scratch,
                                    .begin = openblas_begin,

@@ -50,6 +50,44 @@ int64_t rt_routine_bytes(const rt_routine_call *c, const char *name) {
   return i >= 0 && c->args[i].kind == UBG_ARG_PTR ? c->nbytes[i] : 0;
 }
 
+ubg_status rt_routine_need(const rt_routine_call *c, const char *routine, const char *name, int elem, int64_t count,
+                           const char *dims, bool required) {
+  if (count < 0)
+    return rt_fail(c->ctx, UBG_EINVAL, "%s: routine %s: %s's %s = %lld elements, below 0", c->what, routine, name, dims,
+                   (long long)count);
+  const int i = rt_routine_arg(c, name);
+  const void *p = i >= 0 && c->args[i].kind == UBG_ARG_PTR ? c->args[i].v.p : NULL;
+  if (i >= 0 && c->args[i].kind != UBG_ARG_PTR)
+    return rt_fail(c->ctx, UBG_EINVAL, "%s: routine %s: %s must be bound to a tensor", c->what, routine, name);
+  if (!p) {
+    if (required && count > 0)
+      return rt_fail(c->ctx, UBG_EINVAL, "%s: routine %s: %s is not bound (or NULL), but it needs %s = %lld elements",
+                     c->what, routine, name, dims, (long long)count);
+    return UBG_OK;
+  }
+  const int dt = (int)c->dtype;
+  const ug_elem got = ug_elem_of(c->elem[i], dt);
+  const bool ok = elem == RT_F32_OR_T ? (got == UG_ELEM_F32 || got == ug_elem_of(UG_ELEM_T, dt))
+                                      : got == ug_elem_of((ug_elem)elem, dt);
+  if (!ok)
+    return rt_fail(c->ctx, UBG_EINVAL, "%s: routine %s: %s is bound to a tensor of %s; it takes %s%s", c->what, routine,
+                   name, ug_elem_name(got), elem == RT_F32_OR_T ? "f32 or " : "",
+                   ug_elem_name(ug_elem_of(elem == RT_F32_OR_T ? UG_ELEM_T : (ug_elem)elem, dt)));
+  int64_t need;
+  if (__builtin_mul_overflow(count, (int64_t)ug_elem_bytes(got, dt), &need) || c->nbytes[i] < need)
+    return rt_fail(c->ctx, UBG_EINVAL, "%s: routine %s: %s holds %lld bytes from where it is bound; %s = %lld elements of %s need more",
+                   c->what, routine, name, (long long)c->nbytes[i], dims, (long long)count, ug_elem_name(got));
+  return UBG_OK;
+}
+
+bool rt_routine_named(const char *name, const char *const *list) {
+  for (; *list; list++)
+    if (!strcmp(name, *list)) return true;
+  return false;
+}
+
+static bool writes_dst(const rt_routine_call *c, const char *name) { return !strcmp(name, "dst"); }
+
 /* zero: dst's bytes to 0 (+0.0 in every float type) */
 static ubg_status zero_run(rt_routine_call *c) {
   void *dst = rt_routine_p(c, "dst");
@@ -57,7 +95,7 @@ static ubg_status zero_run(rt_routine_call *c) {
   snprintf(c->variant, sizeof c->variant, "zero");
   return UBG_OK;
 }
-const rt_routine rt_routine_zero = {.name = "zero", .run = zero_run};
+const rt_routine rt_routine_zero = {.name = "zero", .writes = writes_dst, .run = zero_run};
 
 /* store: dst [n] (the call's dtype) := src [n] (f32), n dst's elements;
  * nothing where either is null */
@@ -79,7 +117,12 @@ static ubg_status store_run(rt_routine_call *c) {
   }
   return UBG_OK;
 }
-const rt_routine rt_routine_store = {.name = "store", .run = store_run};
+static ubg_status store_check(const rt_routine_call *c) {
+  const int64_t n = rt_routine_bytes(c, "dst") / (int64_t)ug_dtype_bytes((int)c->dtype);
+  ubg_status s = rt_routine_need(c, "store", "dst", UG_ELEM_T, n, "its elements", false);
+  return s ? s : rt_routine_p(c, "dst") ? rt_routine_need(c, "store", "src", UG_ELEM_F32, n, "dst's elements", false) : UBG_OK;
+}
+const rt_routine rt_routine_store = {.name = "store", .writes = writes_dst, .check = store_check, .run = store_run};
 
 /* One loop per pair of types, each a plain loop of the prelude's
  * branch-free conversions, so that `omp simd` vectorizes it on the
@@ -107,6 +150,13 @@ void rt_convert(void *dst, ubg_dtype to, const void *src, ubg_dtype from, int64_
 /* convert: dst [n] := src [n], each in its element type (f32, f16, bf16),
  * rounded to nearest even where it narrows; nothing where either is null
  * or they are the very same buffer (a copy onto itself) */
+static ubg_status convert_check(const rt_routine_call *c) {
+  const int64_t n = rt_routine_i(c, "n", 0);
+  if (!rt_routine_p(c, "dst") || !rt_routine_p(c, "src") || n <= 0) return UBG_OK;
+  ubg_status s = rt_routine_need(c, "convert", "dst", RT_F32_OR_T, n, "n", true);
+  return s ? s : rt_routine_need(c, "convert", "src", RT_F32_OR_T, n, "n", true);
+}
+
 static ubg_status convert_run(rt_routine_call *c) {
   void *dst = rt_routine_p(c, "dst");
   const void *src = rt_routine_p(c, "src");
@@ -115,12 +165,8 @@ static ubg_status convert_run(rt_routine_call *c) {
             from = ug_elem_dtype(rt_routine_elem(c, "src"), (int)c->dtype);
   snprintf(c->variant, sizeof c->variant, "convert");
   if (!dst || !src || dst == src || n <= 0) return UBG_OK;
-  if (to < 0 || from < 0)
-    return rt_fail(c->ctx, UBG_EINVAL, "%s: convert takes f32, f16 and bf16 tensors only", c->what);
-  const size_t to_bytes = ug_dtype_bytes(to), from_bytes = ug_dtype_bytes(from);
-  if (n > rt_routine_bytes(c, "dst") / (int64_t)to_bytes || n > rt_routine_bytes(c, "src") / (int64_t)from_bytes)
-    return rt_fail(c->ctx, UBG_EINVAL, "%s: convert of %lld elements runs past dst or src", c->what, (long long)n);
   rt_convert(dst, (ubg_dtype)to, src, (ubg_dtype)from, n, c->threads);
   return UBG_OK;
 }
-const rt_routine rt_routine_convert = {.name = "convert", .run = convert_run};
+const rt_routine rt_routine_convert = {.name = "convert", .writes = writes_dst, .check = convert_check,
+                                       .run = convert_run};

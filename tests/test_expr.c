@@ -422,6 +422,28 @@ Test(expr, error_nesting_too_deep) {
   memset(src + 51, ')', 50);
   src[101] = '\0';
   cr_assert_eq(ev(src), 3);
+
+  /* a left-leaning chain is as deep as it is long (its evaluation recursed
+   * 47,450 frames deep once): 1+0+0+... refused past the depth */
+  strcpy(src, "1");
+  for (int i = 0; i < 300; i++) strcat(src, "+0");
+  e = ug_expr_parse(src, resolve, NULL, &err);
+  cr_assert_null(e);
+  cr_assert_not_null(strstr(err.msg, "nested too deeply (more than 200 levels)"), "%s", err.msg);
+  src[2 * 150 + 1] = '\0';
+  cr_assert_eq(ev(src), 1);
+}
+
+Test(expr, error_too_long) {
+  static char src[UG_EXPR_MAX_LEN + 2];
+  memset(src, ' ', sizeof src - 2);
+  src[0] = '7';
+  src[sizeof src - 2] = '\0';
+  cr_assert_eq(ev(src), 7, "%d characters are fine", UG_EXPR_MAX_LEN);
+  src[sizeof src - 2] = ' ';
+  ug_expr_err err = {0};
+  cr_assert_null(ug_expr_parse(src, resolve, NULL, &err));
+  cr_assert_not_null(strstr(err.msg, "longer than 4096 characters"), "%s", err.msg);
 }
 
 Test(expr, errors_without_err_struct_do_not_crash) {
