@@ -638,13 +638,15 @@ int cli_cmd_tune(int argc, char **argv) {
   if (rc == EXIT_OK && o.shard_n)
     fprintf(out, "\nshard %d/%d: %d of the sweep's %d units (pass, dtype, shape)\n", o.shard_i, o.shard_n, T.taken,
             T.units);
-  if (rc == EXIT_OK && db.n) {
+  /* the units that finished are saved even when a later one failed: their timings stand */
+  if (db.n) {
     int saved = ug_tunedb_merge_save(path, &db, err, sizeof err);
     if (saved < 0) {
       cli_error("tune: %s", err);
-      rc = saved == -2 ? EXIT_USAGE : EXIT_FAILED;
+      if (rc == EXIT_OK) rc = saved == -2 ? EXIT_USAGE : EXIT_FAILED;
     } else {
-      fprintf(out, "\n%d %s merged into %s\n", db.n, db.n == 1 ? "entry" : "entries", path);
+      fprintf(out, "\n%d %s merged into %s%s\n", db.n, db.n == 1 ? "entry" : "entries", path,
+              rc == EXIT_OK ? "" : " (the units that finished before the failure)");
     }
   }
   if (rc == EXIT_OK && T.svg && svg.n) {

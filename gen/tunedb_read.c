@@ -97,6 +97,14 @@ static bool string(reader *r, char *out, size_t n, size_t *len, bool *fits) {
         return fail(r, "an invalid escape in a string");
       }
     }
+    if (cp >= 0x80) { /* raw UTF-8: well-formed, as the writer (jansson) will need it */
+      const int m = ug_utf8_len(r->p - 1, r->end);
+      if (!m) return r->p--, fail(r, "a string that is not valid UTF-8");
+      for (int i = 0; i < m; i++, k++)
+        if (out && k + 1 < n) out[k] = r->p[i - 1];
+      r->p += m - 1;
+      continue;
+    }
     if (out && k + 1 < n) out[k] = (char)cp;
     k++;
   }

@@ -385,6 +385,29 @@ Test(cli, tune_says_before_it_starts_that_it_will_take_long) {
   run_free(&r);
 }
 
+/* a later unit that fails (here: the default's scratch over the sweep's cap
+ * at vocab 2^20) loses none of the units that finished: they are saved,
+ * and the exit status says the sweep failed. That unit's other candidates
+ * were verified against the default's missing outputs once (SIGSEGV). */
+Test(cli, tune_saves_the_units_that_finished_before_one_failed) {
+  run_result r = ubgen("tune flce.chunk --dtype f32 --shape bt=64,hidden=64,vocab=256/1048576 --reps 1 --db %s/db.json",
+                       scratch);
+  assert_status(r, 2);
+  cr_assert(strstr(r.err, "the default fails"), "%s", r.err);
+  cr_assert(strstr(r.out, "1 entry merged into") && strstr(r.out, "(the units that finished before the failure)"),
+            "%s", r.out);
+  run_free(&r);
+  char path[512];
+  snprintf(path, sizeof path, "%s/db.json", scratch);
+  json_error_t e;
+  json_t *db = json_load_file(path, 0, &e);
+  cr_assert_not_null(db, "%s", e.text);
+  json_t *entries = json_object_get(db, "entries");
+  cr_assert_eq(json_array_size(entries), 1);
+  cr_assert_eq(json_integer_value(json_object_get(json_object_get(json_array_get(entries, 0), "shape"), "vocab")), 256);
+  json_decref(db);
+}
+
 Test(cli, check_names_a_kernel_as_list_and_emit_do) {
   run_result by_target = ubgen("check tune_probe --specs %s/tests/specs --no-reference", UBGEN_SRC);
   run_result by_option = ubgen("check --kernel tune_probe --specs %s/tests/specs --no-reference", UBGEN_SRC);

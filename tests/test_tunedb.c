@@ -274,7 +274,7 @@ Test(tunedb, syntax_error_has_line_and_column) {
  * JSON is refused with its line and column */
 Test(tunedb, the_reader_takes_any_valid_json_and_refuses_the_rest) {
   write_text(db_path,
-             "\n{ \"extra\" : [ 1 , -2.5e3 , { \"a\" : [ ] , \"b\" : { } } , true , false , null , \"\\u00e9\" ] ,\n"
+             "\n{ \"extra\" : [ 1 , -2.5e3 , { \"a\" : [ ] , \"b\" : { } } , true , false , null , \"\\u00e9\" , \"\xc3\xa9 \xf0\x9f\x98\x80\" ] ,\n"
              "  \"entries\" : [ { \"shape\" : { \"cols\" : 256 , \"rows\" : 64 , \"rows\" : 128 } ,\n"
              "    \"rejected_ub\" : 0 , \"candidates\" : 3 , \"default_median_us\" : 2 , \"default_variant\" : \"d\\/e\" ,\n"
              "    \"median_us\" : 1.5E1 , \"backend\" : \"aot\" , \"variant\" : \"v\\u0031\" , \"ub_bytes\" : 196608 ,\n"
@@ -305,6 +305,13 @@ Test(tunedb, the_reader_takes_any_valid_json_and_refuses_the_rest) {
       {"{\"version\": 1, \"entries\": [], \"n\": 99999999999999999999}", "1:"},
       {"{\"version\": 1, \"entries\": [], \"n\": tru}", "1:"},
       {"{\"version\": 1, \"entries\": [], \"s\": \"a\nb\"}", "1:38:"},
+      /* raw bytes that are not UTF-8 (the writer, jansson, refused the whole DB after a sweep once):
+       * a stray continuation, a cut sequence, an overlong '/', a surrogate, above U+10FFFF */
+      {"{\"version\": 1, \"entries\": [], \"s\": \"a\x80\"}", "1:38:"},
+      {"{\"version\": 1, \"entries\": [], \"s\": \"\xc3\"}", "1:37:"},
+      {"{\"version\": 1, \"entries\": [], \"s\": \"\xc0\xaf\"}", "1:37:"},
+      {"{\"version\": 1, \"entries\": [], \"s\": \"\xed\xa0\x80\"}", "1:37:"},
+      {"{\"version\": 1, \"entries\": [], \"s\": \"\xf4\x90\x80\x80\"}", "1:37:"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     write_text(db_path, bad[i][0]);
