@@ -71,7 +71,7 @@ $(error ONEDNN=$(ONEDNN): onednn or empty)
 endif
 
 GEN_LIB  := diag strbuf json_text json_loc expr spec_names spec_json spec_exprs spec_sections spec_composite spec_run spec_load point ubplan variant render source emit fsutil specset bind strategy tunedb_index tunedb_read tunedb tuned
-CLI      := cli suggest help cmd_list cmd_plan plan_composite cmd_emit emit_tuned cmd_check cmd_tune cmd_tune_merge tune_timing tune_composite tune_svg shape_arg check_run check_ref
+CLI      := cli suggest help isolate cmd_list cmd_plan plan_composite cmd_emit emit_tuned cmd_check cmd_tune cmd_tune_merge tune_timing tune_composite tune_svg shape_arg check_run check_ref
 # the typed entry points (runtime/op_*.c) are found, so a kernel's wrapper is one new file
 RUNTIME  := messages config registry kernels pools grid ctx composite launch jit jit_tcc jit_gcc datadir ce_rows gemm_onednn \
   composite_run launch_api routines routine_gemm routine_ce \

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../gen/bind.h"
+#include "isolate.h"
 
 static uint64_t next(uint64_t *s) {
   /* splitmix64: tiny, and good enough for test data */
@@ -32,12 +33,18 @@ static int ref_dtype_of(ug_elem e, int dtype) {
   }
 }
 
+/* the tensors and the reference's outputs live in shared memory: a child
+ * process that runs the call or the reference writes them for the parent */
+static size_t tensor_bytes(const cli_check_call *c, int i) { return c->bytes[i] + 64; }
+static size_t out_bytes(const cli_check_call *c, int i) { return (size_t)c->counts[i] * sizeof(double) + 8; }
+
 void cli_check_call_free(cli_check_call *c) {
   for (int i = 0; i < UG_MAX_ARGS; i++) {
-    free(c->bufs[i]);
-    free(c->copies[i]);
-    free(c->outs[i]);
+    cli_shared_free(c->bufs[i], tensor_bytes(c, i));
+    cli_shared_free(c->copies[i], tensor_bytes(c, i));
+    cli_shared_free(c->outs[i], out_bytes(c, i));
   }
+  cli_shared_free(c->msg, CLI_CHECK_MSG);
   free(c->env);
   memset(c, 0, sizeof *c);
 }
@@ -73,7 +80,8 @@ int cli_check_call_make(cli_check_call *c, const ug_pass *p, int dtype, const ug
   c->p = p;
   c->dtype = dtype;
   c->env = calloc((size_t)p->nsyms + 1, sizeof *c->env);
-  if (!c->env) {
+  c->msg = cli_shared_alloc(CLI_CHECK_MSG);
+  if (!c->env || !c->msg) {
     snprintf(msg, n, "out of memory");
     return -1;
   }
@@ -104,8 +112,8 @@ int cli_check_call_make(cli_check_call *c, const ug_pass *p, int dtype, const ug
     size_t esize = ug_elem_bytes(a->elem, dtype);
     c->counts[i] = count;
     c->bytes[i] = (size_t)count * esize;
-    c->bufs[i] = malloc(c->bytes[i] + 64);
-    c->copies[i] = malloc(c->bytes[i] + 64);
+    c->bufs[i] = cli_shared_alloc(tensor_bytes(c, i));
+    c->copies[i] = cli_shared_alloc(tensor_bytes(c, i));
     if (!c->bufs[i] || !c->copies[i]) {
       snprintf(msg, n, "out of memory");
       goto fail;
@@ -152,16 +160,48 @@ ubg_status cli_check_call_run(ubg_ctx *ctx, cli_check_call *c) {
   return ubg_launch(ctx, c->p->kernel->name, c->p->name, (ubg_dtype)c->dtype, c->args, (size_t)c->p->nargs);
 }
 
-int cli_check_call_reference(cli_check_call *c, cli_check_ref_fn ref, char *msg, size_t n) {
+typedef struct {
+  ubg_ctx *ctx;
+  cli_check_call *c;
+  cli_check_ref_fn ref;
+} isolated_call;
+
+static int run_in_child(void *arg) {
+  isolated_call *ic = arg;
+  const ubg_status s = cli_check_call_run(ic->ctx, ic->c);
+  if (s) snprintf(ic->c->msg, CLI_CHECK_MSG, "%s", ubg_ctx_error(ic->ctx));
+  return (int)s;
+}
+
+int cli_check_call_run_isolated(ubg_ctx *ctx, cli_check_call *c, int timeout_s, char *msg, size_t n) {
+  isolated_call ic = {ctx, c, NULL};
+  c->msg[0] = '\0';
+  const int s = cli_isolated(run_in_child, &ic, timeout_s, msg, n);
+  if (s > 0) snprintf(msg, n, "%s: %s", ubg_status_str((ubg_status)s), c->msg);
+  return s;
+}
+
+static int reference_in_child(void *arg) {
+  isolated_call *ic = arg;
+  ic->ref(ic->c->rargs, ic->c->dtype, ic->c->outs);
+  return 0;
+}
+
+int cli_check_call_reference(cli_check_call *c, cli_check_ref_fn ref, int timeout_s, char *msg, size_t n) {
   for (int i = 0; i < c->p->nargs; i++) {
     if (!c->bufs[i] || c->p->args[i].role == UG_ROLE_IN || c->outs[i]) continue;
-    c->outs[i] = malloc((size_t)c->counts[i] * sizeof(double) + 8);
+    c->outs[i] = cli_shared_alloc(out_bytes(c, i));
     if (!c->outs[i]) {
       snprintf(msg, n, "out of memory");
       return -1;
     }
   }
-  ref(c->rargs, c->dtype, c->outs);
+  isolated_call ic = {NULL, c, ref};
+  char why[512];
+  if (cli_isolated(reference_in_child, &ic, timeout_s, why, sizeof why) != 0) {
+    snprintf(msg, n, "the reference of %s.%s did not return: %s", c->p->kernel->name, c->p->name, why);
+    return -1;
+  }
   return 0;
 }
 
@@ -219,7 +259,7 @@ int cli_check_run_case(ubg_ctx *ctx, const ug_pass *p, cli_check_ref_fn ref, int
   int rc = -1;
   ubg_status s = cli_check_call_run(ctx, &c);
   if (s != UBG_OK) snprintf(msg, n, "%s: %s", ubg_status_str(s), ubg_ctx_error(ctx));
-  else if (cli_check_call_reference(&c, ref, msg, n) == 0) rc = cli_check_call_compare(&c, msg, n);
+  else if (cli_check_call_reference(&c, ref, CLI_TIMEOUT_DEFAULT, msg, n) == 0) rc = cli_check_call_compare(&c, msg, n);
   cli_check_call_free(&c);
   return rc;
 }

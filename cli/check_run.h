@@ -22,7 +22,9 @@ typedef struct {
   double *outs[UG_MAX_ARGS];   /* the reference's outputs, after cli_check_call_reference */
   int64_t counts[UG_MAX_ARGS];
   size_t bytes[UG_MAX_ARGS];
+  char *msg; /* CLI_CHECK_MSG bytes: a child's message to the parent */
 } cli_check_call;
+enum { CLI_CHECK_MSG = 2048 };
 
 /* the bytes of the tensors one call at case cs reads and writes (what
  * cli_check_call_make would allocate); -1 when the case's shape is invalid */
@@ -32,7 +34,14 @@ int cli_check_call_make(cli_check_call *c, const ug_pass *p, int dtype, const ug
 /* outputs and inout tensors back to their state before the first run */
 void cli_check_call_reset(cli_check_call *c);
 ubg_status cli_check_call_run(ubg_ctx *ctx, cli_check_call *c);
-int cli_check_call_reference(cli_check_call *c, cli_check_ref_fn ref, char *msg, size_t n);
+/* The spec's code (its reference, its kernels) run in a child process given
+ * timeout_s seconds (cli/isolate.h), the tensors shared with it. The call:
+ * UBG_OK, a status with the library's message in msg, or -1 with msg
+ * saying why it did not return (a signal, the time limit). */
+int cli_check_call_run_isolated(ubg_ctx *ctx, cli_check_call *c, int timeout_s, char *msg, size_t n);
+/* the reference's outputs: 0, or -1 with msg (out of memory, or the
+ * reference did not return) */
+int cli_check_call_reference(cli_check_call *c, cli_check_ref_fn ref, int timeout_s, char *msg, size_t n);
 /* 0: every float output within the pass's tolerance of the reference; 1: not (msg) */
 int cli_check_call_compare(const cli_check_call *c, char *msg, size_t n);
 void cli_check_call_free(cli_check_call *c);

@@ -183,6 +183,14 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool
         return -1;
       }
       o->reps = (int)r;
+    } else if (!strcmp(name, "timeout")) {
+      char *end;
+      long t = strtol(val, &end, 10);
+      if (*end || t < 1 || t > 86400) {
+        cli_error("%s: --timeout \"%s\" must be seconds, an integer in [1, 86400]", cmd, val);
+        return -1;
+      }
+      o->timeout = (int)t;
     } else if (!strcmp(name, "backend")) {
       o->backend = val;
     } else if (!strcmp(name, "shard")) {

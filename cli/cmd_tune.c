@@ -16,6 +16,7 @@
 #include "../gen/bind.h"
 #include "../gen/fsutil.h"
 #include "check_run.h"
+#include "isolate.h"
 #include "cli.h"
 #include "shape_arg.h"
 #include "../gen/strategy.h"
@@ -231,9 +232,13 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
     goto out;
   }
   have_call = true;
-  if (ref && cli_check_call_reference(&call, ref, msg, sizeof msg) < 0) goto out;
+  const int timeout = T->o->timeout ? T->o->timeout : CLI_TIMEOUT_DEFAULT;
+  if (ref && cli_check_call_reference(&call, ref, timeout, msg, sizeof msg) < 0) {
+    cli_error("tune: %s.%s %s: %s", k->name, p->name, shape, msg);
+    goto out;
+  }
 
-  /* Verification doubles as the warm-up (and as the JIT compile, if any).
+  /* Verification compiles each candidate (the JIT's, if any) and runs it in a child process.
    * Each candidate's outputs are compared with the reference within the
    * spec's tolerance, and with the default strategy's variant (run first)
    * bit for bit. Where no candidate at all is within the tolerance (which
@@ -253,12 +258,15 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
     const ug_variant *v = &vs[cand[c].index];
     cli_progress("%s tune %s.%s %s: verify %d/%d %s", T->where, k->name, p->name, ug_dtype_name(dtype), c + 1, ncand,
                  v->name);
-    ubg_status s = ubg_set_variant(ctx, k->name, p->name, v->name);
+    /* compiled here (a JIT compile is the parent's to keep for the timing), run in a child process:
+     * a crash or a hang fails the candidate, not the sweep, and is never timed */
+    int s = ubg_set_variant(ctx, k->name, p->name, v->name);
+    if (!s) s = ubg_prepare(ctx, k->name, p->name, (ubg_dtype)dtype, v->name);
+    if (s) snprintf(cand[c].msg, sizeof cand[c].msg, "%s: %s", ubg_status_str((ubg_status)s), ubg_ctx_error(ctx));
     cli_check_call_reset(&call);
-    if (!s) s = cli_check_call_run(ctx, &call);
+    if (!s) s = cli_check_call_run_isolated(ctx, &call, timeout, cand[c].msg, sizeof cand[c].msg);
     if (s) {
       cand[c].failed = true;
-      snprintf(cand[c].msg, sizeof cand[c].msg, "%s: %s", ubg_status_str(s), ubg_ctx_error(ctx));
       continue;
     }
     cand[c].ref_ok = !ref || cli_check_call_compare(&call, cand[c].msg, sizeof cand[c].msg) == 0;
@@ -296,6 +304,9 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
   if (!timed) goto out;
   for (int c = 0; c < ncand; c++) timed[c].wrong = cand[c].wrong;
   timing_ctx tc = {T->where, ctx, &call, p, vs, cand, -1, good, reps, ug_dtype_name(dtype)};
+  /* each right candidate once, untimed, here: its code and the tensors warm in this process */
+  for (int c = 0; c < ncand; c++)
+    if (!cand[c].wrong) run_candidate(&tc, c);
   int trc = cli_time_candidates(timed, ncand, reps, run_candidate, show_round, &tc);
   cli_progress_done();
   ubg_set_variant(ctx, k->name, p->name, NULL);
@@ -549,7 +560,7 @@ static int sweep(tuner *T, const ug_specset *set) {
 int cli_cmd_tune(int argc, char **argv) {
   if (argc > 0 && !strcmp(argv[0], "merge")) return cli_cmd_tune_merge(argc - 1, argv + 1);
   cli_opts o;
-  const int parsed = cli_parse(argc, argv, "tune", "specs ub margin kernel dtype shape backend db reps json svg shard no-reference dry-run",
+  const int parsed = cli_parse(argc, argv, "tune", "specs ub margin kernel dtype shape backend db reps json svg shard no-reference dry-run timeout",
                                true, &o);
   if (parsed) return parsed < 0 ? EXIT_USAGE : EXIT_OK;
   if (!o.target && !o.nkernels) {

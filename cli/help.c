@@ -46,17 +46,19 @@ static const help_text texts[] = {
      "  --no-kernels     a registry of specs only: every variant through the JIT\n"
      "  --tuned DB       only the variants DB chose, and the default strategy's choices\n"},
     {"check",
-     "Usage: ubgen check [KERNEL|KERNEL.PASS|all] [--kernel K]... [--dtype D]... [--no-reference]\n"
+     "Usage: ubgen check [KERNEL|KERNEL.PASS|all] [--kernel K]... [--dtype D]... [--no-reference] [--timeout S]\n"
      "Runs every variant that fits on the kernel's test cases and compares it with the kernel's\n"
      "reference and with the reference variant's bits; compiles every variant on the way.\n"
      "  KERNEL         every pass of that kernel (also --kernel K, repeatable); default: all\n"
      "  --dtype D      only dtype D (repeatable)\n"
-     "  --no-reference a kernel without a reference: its variants against each other only\n"},
+     "  --no-reference a kernel without a reference: its variants against each other only\n"
+     "  --timeout S    seconds the reference or a variant may run, in a child process (default 300):\n"
+     "                 a crash or a hang fails it by name\n"},
     {"tune",
      "Usage: ubgen tune KERNEL|KERNEL.PASS|KERNEL.OP|all [--kernel K]... [--dtype D] [--shape name=v,...]\n"
      "                  [--backend B]"
      " [--db FILE] [--reps N] [--json] [--svg FILE] [--shard i/n] [--no-reference]\n"
-     "                  [--dry-run]\n"
+     "                  [--dry-run] [--timeout S]\n"
      "       ubgen tune merge A.json B.json ... --db OUT.json\n"
      "Verifies and times every variant that fits, keeps the fastest correct one per dtype and\n"
      "shape in the tuning DB. A KERNEL (or --kernel K, repeatable) is every pass of it, then its\n"
@@ -74,6 +76,8 @@ static const help_text texts[] = {
      "  --no-reference a kernel without a reference: verified against its variants only\n"
      "  --dry-run      count the sweep's units and candidates, say how long it takes at least;\n"
      "                 tune and write nothing\n"
+     "  --timeout S    seconds the reference or a candidate's verification may run, in a child\n"
+     "                 process (default 300): a crash or a hang fails that candidate by name\n"
      "A sweep that will take more than a minute says so before it starts (a floor: every\n"
      "candidate runs at least twice, no faster than the machine could move its bytes) and\n"
      "again after its first unit, at that unit's pace.\n"},

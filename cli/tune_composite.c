@@ -16,6 +16,7 @@
 #include "../runtime/composite_plan.h"
 #include "../templates/ubgen_ref.h"
 #include "../gen/strbuf.h"
+#include "isolate.h"
 #include "shape_arg.h"
 #include "tune_composite.h"
 #include "tune_timing.h"
@@ -43,7 +44,8 @@ typedef struct {
   int64_t *env;
   ubg_arg args[UG_MAX_ARGS];
   int nargs;
-  void *mem[UG_MAX_ARGS];     /* each tensor, NULL where left out */
+  void *mem[UG_MAX_ARGS];     /* each tensor, NULL where left out (shared with a child that verifies) */
+  size_t mem_bytes[UG_MAX_ARGS];
   void *first[UG_MAX_ARGS];   /* the outputs of the default candidate */
   int64_t bytes[UG_MAX_ARGS];
   ubg_ctx *ctx;
@@ -133,7 +135,8 @@ static int make_call(run *r) {
       if (ug_expr_eval(a->shape[j], r->env, &d, &err) < 0 || __builtin_mul_overflow(n, d, &n) || n > (int64_t)(PTRDIFF_MAX / 8))
         return -1;
     r->bytes[i] = n * (int64_t)es;
-    if (!(r->mem[i] = calloc((size_t)(n > 0 ? n : 1), es))) return -1;
+    r->mem_bytes[i] = (size_t)(n > 0 ? n : 1) * es;
+    if (!(r->mem[i] = cli_shared_alloc(r->mem_bytes[i]))) return -1;
     g->v.p = r->mem[i];
   }
   /* every tensor allocated before any is filled: a shape too large fails at once */
@@ -168,6 +171,23 @@ static ubg_status call_one(run *r, int c) {
 }
 
 static void run_one(void *ud, int c) { call_one(ud, c); }
+
+/* candidate c's call in a child process (cli/isolate.h): its status, its
+ * message or the variant that ran into said */
+enum { SAID = 2048 };
+typedef struct {
+  run *r;
+  int c;
+  char *said;
+} child_call;
+
+static int call_in_child(void *arg) {
+  const child_call *cc = arg;
+  const ubg_status s = call_one(cc->r, cc->c);
+  const char *t = s ? ubg_ctx_error(cc->r->ctx) : ubg_ctx_last_variant(cc->r->ctx);
+  snprintf(cc->said, SAID, "%s", t ? t : "");
+  return (int)s;
+}
 
 static void show_round(void *ud, int round) {
   const run *r = ud;
@@ -264,6 +284,12 @@ static int tune(const cli_tune_sink *s, const ug_kernel *k, const ug_composite *
   cand cd[MAX_CAND];
   r.cd = cd;
   int rc = -1;
+  const int timeout = s->o->timeout ? s->o->timeout : CLI_TIMEOUT_DEFAULT;
+  char *said = cli_shared_alloc(SAID);
+  if (!said) {
+    cli_error("tune %s.%s: out of memory", k->name, c->name);
+    goto done;
+  }
   if (!(r.env = shape_env(k, c, shape))) return -1;
   const int n = candidates(k, c, dtype, shape, r.env, cd);
   if (make_call(&r) < 0) {
@@ -301,9 +327,13 @@ static int tune(const cli_tune_sink *s, const ug_kernel *k, const ug_composite *
                MAX_SCRATCH / 1048576);
       continue;
     }
-    if (call_one(&r, i)) {
+    /* the user's code in a child process: a crash or a hang fails the candidate, not the sweep */
+    const child_call cc = {&r, i, said};
+    char why[256];
+    const int st = cli_isolated(call_in_child, (void *)&cc, timeout, why, sizeof why);
+    if (st) {
       x->failed = true;
-      snprintf(x->msg, sizeof x->msg, "%s", ubg_ctx_error(r.ctx));
+      snprintf(x->msg, sizeof x->msg, "%s", st < 0 ? why : said);
       if (na >= 0) { /* one note for them all: this build or CPU has no such value */
         missing[na][x->value[na]] = x->noted = true;
         fprintf(out, "  not timed: %s=%s (%s)\n", c->axes[na].name, c->axes[na].values[x->value[na]], x->msg);
@@ -311,7 +341,7 @@ static int tune(const cli_tune_sink *s, const ug_kernel *k, const ug_composite *
       continue;
     }
     if (i == 0) { /* the code that served it: "...@aot;..." */
-      const char *last = ubg_ctx_last_variant(r.ctx), *at = last ? strchr(last, '@') : NULL;
+      const char *at = strchr(said, '@');
       snprintf(backend, sizeof backend, "%.*s", at ? (int)strcspn(at + 1, ";") : 3, at ? at + 1 : "aot");
     }
     x->wrong = !verify(&r, i);
@@ -333,6 +363,9 @@ static int tune(const cli_tune_sink *s, const ug_kernel *k, const ug_composite *
     if (cd[i].failed && !cd[i].noted) fprintf(out, "  not timed %s: %s\n", cd[i].name, cd[i].msg);
     else if (cd[i].wrong) fprintf(out, "  WRONG %s: %s (never chosen)\n", cd[i].name, cd[i].msg), (*s->failures)++;
   }
+  /* each candidate timed runs once untimed here first: its code compiled and warm in this process */
+  for (int i = 0; i < n; i++)
+    if (!timed[i].wrong) run_one(&r, i);
   if (cli_time_candidates(timed, n, reps, run_one, show_round, &r) < 0) goto done;
   cli_progress_done();
   /* the fastest, unless its win over the default (candidate 0) is inside the noise */
@@ -405,7 +438,8 @@ static int tune(const cli_tune_sink *s, const ug_kernel *k, const ug_composite *
   rc = 0;
 done:
   if (r.ctx) ubg_ctx_destroy(r.ctx);
-  for (int i = 0; i < UG_MAX_ARGS; i++) free(r.mem[i]), free(r.first[i]);
+  for (int i = 0; i < UG_MAX_ARGS; i++) cli_shared_free(r.mem[i], r.mem_bytes[i]), free(r.first[i]);
+  cli_shared_free(said, SAID);
   free(r.env);
   return rc;
 }

@@ -1224,6 +1224,55 @@ static void fix_probe(const char *dir) {
   free(t);
 }
 
+/* a user's kernel that crashes (d32) or hangs (d64), and a reference that
+ * crashes: check and tune run them in a child process with --timeout, name
+ * the variant and what happened, and go on (the command died with the
+ * kernel once, and waited for ever on the hang) */
+Test(cli, check_and_tune_survive_a_kernel_that_crashes_or_hangs, .timeout = 120) {
+  char *dir = make_probe_dir(), *t = path_in(dir, "tune_probe.c.tmpl");
+  edit_file(t, "y[i] = (BLOCK_D == 64 ? 3.0f : 2.0f) * x[i];",
+            "{ y[i] = 2.0f * x[i]; if (BLOCK_D == 32) *(volatile float *)0 = 1.0f;"
+            " if (BLOCK_D == 64) for (volatile int k = 0; ; k++) {} }");
+  run_result r = ubgen("check --specs %s tune_probe.fwd --timeout 2", dir);
+  assert_status(r, 1);
+  cr_assert(strstr(r.out, "FAIL tune_probe_fwd_f32_d32 case 0") && strstr(r.out, "killed by signal 11"), "%s", r.out);
+  cr_assert(strstr(r.out, "FAIL tune_probe_fwd_f32_d64 case 0") && strstr(r.out, "still running after 2 s"), "%s", r.out);
+  cr_assert_null(strstr(r.out, "FAIL tune_probe_fwd_f32_d16"), "%s", r.out);
+  run_free(&r);
+  r = ubgen("tune --specs %s tune_probe.fwd --timeout 2 --reps 1 --db %s/probe-db.json", dir, scratch);
+  assert_status(r, 1);
+  cr_assert(strstr(r.out, "WRONG tune_probe_fwd_f32_d32: killed by signal 11"), "%s", r.out);
+  cr_assert(strstr(r.out, "WRONG tune_probe_fwd_f32_d64: still running after 2 s"), "%s", r.out);
+  cr_assert(strstr(r.out, "1 entry merged into"), "the right variant is still tuned: %s", r.out);
+  run_free(&r);
+  char *ref = path_in(dir, "tune_probe_ref.c");
+  edit_file(ref, "(void)dt;", "(void)dt; *(volatile int *)0 = 1;");
+  r = ubgen("check --specs %s tune_probe.fwd --timeout 2", dir);
+  assert_status(r, 1);
+  cr_assert(strstr(r.out, "the reference of tune_probe.fwd did not return: killed by signal 11"), "%s", r.out);
+  run_free(&r);
+  expect_says(ubgen("check --specs %s tune_probe.fwd --timeout 0", dir), 2, true, "--timeout \"0\" must be seconds");
+  free(ref), free(t), free(dir);
+
+  /* a composite op's candidates likewise: scale_rows' pass crashes on a chunk of 32 rows, hangs on 16 */
+  char *comp = path_in(scratch, "comp-crash");
+  cr_assert_eq(mkdir(comp, 0755), 0);
+  copy_in("tests/specs/scale_rows.json", comp);
+  copy_in("tests/specs/scale_rows.c.tmpl", comp);
+  t = path_in(comp, "scale_rows.c.tmpl");
+  edit_file(t, "const ubg_i64 total = m * n;",
+            "const ubg_i64 total = m * n; if (m == 32) *(volatile float *)0 = 1.0f;"
+            " if (m == 16) for (volatile int k = 0; ; k++) {}");
+  r = ubgen("tune scale_rows.rows --specs %s --dtype f32 --shape m=37,n=10 --reps 1 --timeout 2 --db %s/comp-db.json",
+            comp, scratch);
+  assert_status(r, 0);
+  cr_assert(strstr(r.out, "not timed chunk=16: still running after 2 s"), "%s", r.out);
+  cr_assert(strstr(r.out, "not timed chunk=32: killed by signal 11"), "%s", r.out);
+  cr_assert(strstr(r.out, "tuned chunk=10"), "the default, the one that runs: %s", r.out);
+  run_free(&r);
+  free(t), free(comp);
+}
+
 /* the reference beside the spec is compiled and run: it finds the wrong
  * variant (and only it); once the template is right, check passes */
 Test(cli, check_runs_the_reference_given_beside_a_user_spec) {
