@@ -83,27 +83,35 @@ static int candidates(const ug_kernel *k, const ug_composite *c, int dtype, cons
   for (int64_t r = 16; r <= rows && r <= MAX_CHUNK && nc < MAX_ROWS_CAND; r *= 2)
     if (r != dflt && r >= c->axes[0].min && r <= c->axes[0].max) chunks[nc++] = r;
   int n = 0;
-  /* the named values (of one named axis at a time), the default ones first */
-  int named[RT_COMP_AXES + 1][2], nn = 0;
+  /* the named axes at the runtime's defaults (a preferred value, oneDNN's GEMMs), as a call without a DB
+   * runs: candidate 0 is what tuning must beat; then the other values of one named axis at a time */
+  int64_t base[RT_COMP_AXES + 1] = {0};
+  for (int i = 1; i < c->naxes; i++)
+    if (c->axes[i].values) base[i] = rt_run_axis_default(c, i, (ubg_dtype)dtype);
+  int named[RT_COMP_AXES * 16 + 1][2], nn = 0;
   named[nn][0] = -1, named[nn++][1] = 0;
   for (int i = 1; i < c->naxes; i++)
-    for (int v = 1; c->axes[i].values && v < c->axes[i].nvalues && nn <= RT_COMP_AXES; v++)
-      if (rt_run_axis_runs(c, i, v, (ubg_dtype)dtype)) named[nn][0] = i, named[nn++][1] = v;
+    for (int v = 0; c->axes[i].values && v < c->axes[i].nvalues && nn < RT_COMP_AXES * 16; v++)
+      if (v != base[i] && rt_run_axis_runs(c, i, v, (ubg_dtype)dtype)) named[nn][0] = i, named[nn++][1] = v;
   for (int j = 0; j < nn; j++)
     for (int r = 0; r < nc && n < MAX_CAND; r++) {
       cand *x = &cd[n++];
       memset(x, 0, sizeof *x);
+      memcpy(x->value, base, sizeof x->value < sizeof base ? sizeof x->value : sizeof base);
       x->value[0] = chunks[r];
-      x->tol = -1;
+      if (named[j][0] >= 0) x->value[named[j][0]] = named[j][1];
       ug_buf b = {0};
       ug_buf_printf(&b, "%s=%lld", c->axes[0].name, (long long)chunks[r]);
-      if (named[j][0] >= 0) {
-        const ug_comp_axis *a = &c->axes[named[j][0]];
-        x->value[named[j][0]] = named[j][1];
-        ug_buf_printf(&b, ",%s=%s", a->name, a->values[named[j][1]]);
-        for (int t = 0; t < c->ntune_tol; t++)
-          if (!strcmp(c->tune_tol_value[t], a->values[named[j][1]])) x->tol = t;
-      }
+      for (int i = 1; i < c->naxes; i++)
+        if (c->axes[i].values && x->value[i]) ug_buf_printf(&b, ",%s=%s", c->axes[i].name, c->axes[i].values[x->value[i]]);
+      /* its bits may differ from the default's where its named value, or the default's, has a tolerance */
+      x->tol = -1;
+      for (int pass = 0; pass < 2 && x->tol < 0; pass++)
+        for (int i = 1; i < c->naxes && x->tol < 0; i++) {
+          const int64_t v = pass ? base[i] : x->value[i];
+          for (int t = 0; c->axes[i].values && t < c->ntune_tol; t++)
+            if (!strcmp(c->tune_tol_value[t], c->axes[i].values[v])) x->tol = t;
+        }
       snprintf(x->name, sizeof x->name, "%s", ug_buf_str(&b));
       ug_buf_free(&b);
     }
@@ -247,7 +255,8 @@ static double floor_of(const ug_kernel *k, const ug_composite *c, int dtype, con
   int plain = 0;
   for (int i = 0; i < n; i++) {
     bool dflt = true;
-    for (int a = 1; a < c->naxes; a++) dflt &= !c->axes[a].values || cd[i].value[a] == 0;
+    for (int a = 1; a < c->naxes; a++)
+      dflt &= !c->axes[a].values || cd[i].value[a] == rt_run_axis_default(c, a, (ubg_dtype)dtype);
     plain += dflt;
   }
   double call_floor = 0;

@@ -44,6 +44,14 @@ bool rt_run_axis_runs(const ug_composite *comp, int axis, int64_t v, ubg_dtype d
   return r && (!r->runs || r->runs(dtype));
 }
 
+int64_t rt_run_axis_default(const ug_composite *comp, int axis, ubg_dtype dtype) {
+  const ug_comp_axis *a = &comp->axes[axis];
+  for (int p = 0; a->values && p < a->nprefer; p++)
+    if (rt_run_axis_runs(comp, axis, a->prefer[p], dtype) && !rt_run_axis_missing(comp, axis, a->prefer[p]))
+      return a->prefer[p];
+  return 0;
+}
+
 int rt_run_spec_ok(const ug_kernel *k, const ug_composite *comp, char *why, size_t n) {
   if (!comp->call || !comp->run) {
     if (why) snprintf(why, n, "the %s spec's composite \"%s\" declares no \"args\" and \"run\"", k->name, comp->name);
@@ -193,9 +201,7 @@ int rt_composite_choose(const ubg_ctx *ctx, const rt_composite *c, ubg_dtype dty
     const ug_comp_axis *a = &comp->axes[i];
     ch->source[i] = a->values ? "default" : "spec rule";
     if (!a->values && ug_comp_default(a, shape, &ch->value[i]) < 0) ch->overflow[i] = true;
-    for (int p = 0; a->values && p < a->nprefer && ch->value[i] == 0; p++)
-      if (rt_run_axis_runs(comp, i, a->prefer[p], dtype) && !rt_run_axis_missing(comp, i, a->prefer[p]))
-        ch->value[i] = a->prefer[p], ch->source[i] = "preferred";
+    if (a->values && (ch->value[i] = rt_run_axis_default(comp, i, dtype)) != 0) ch->source[i] = "preferred";
   }
   /* forced: a whole name every axis, a partial one the axes it gives */
   const char *source;

@@ -52,6 +52,9 @@ UBG_HIDDEN ubg_status rt_composite_plan(ubg_ctx *ctx, const rt_composite *c, ubg
  * routine), else why not; and whether it runs calls of dtype */
 UBG_HIDDEN const char *rt_run_axis_missing(const ug_composite *comp, int axis, int64_t v);
 UBG_HIDDEN bool rt_run_axis_runs(const ug_composite *comp, int axis, int64_t v, ubg_dtype dtype);
+/* a named axis's value where nothing forces or tunes it: its first
+ * preferred value that this build and CPU run for dtype, else its first */
+UBG_HIDDEN int64_t rt_run_axis_default(const ug_composite *comp, int axis, ubg_dtype dtype);
 
 /* the scratch bytes the last rt_composite_run on this thread allocated */
 UBG_HIDDEN size_t rt_composite_last_scratch_bytes(void);

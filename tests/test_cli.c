@@ -2227,6 +2227,33 @@ Test(cli, plan_flce_chunk_without_a_db_is_the_rule) {
   run_free(&r);
 }
 
+/* the tuner's default candidate, the one a tuned entry must beat, is what
+ * a call without a DB runs: the chunk rule and the preferred GEMMs (it was
+ * the generated GEMMs once, so that a win "inside the noise" kept them and
+ * a tuned DB made the call slower than none) */
+Test(cli, tune_flce_chunk_measures_against_what_runs_without_a_db) {
+  for (int d = 0; d < 3; d += 2) {
+    const char *dt = d ? "bf16" : "f32";
+    run_result r = ubgen("tune flce.chunk --dtype %s --shape bt=64,hidden=32,vocab=256 --reps 1 --db %s/default-%s.json",
+                         dt, scratch, dt);
+    assert_status(r, 0);
+    char want[64];
+    snprintf(want, sizeof want, "chunk=%lld%s%s", rule_chunk(64, 32, 256), strcmp(default_gemm(d), "generated") ? ",gemm=" : "",
+             strcmp(default_gemm(d), "generated") ? default_gemm(d) : "");
+    char line[128];
+    snprintf(line, sizeof line, "  %-32s", want);
+    cr_assert(strstr(r.out, line) && strstr(strstr(r.out, line), "default\n"), "%s is the default: %s", want, r.out);
+    run_free(&r);
+    char path[512];
+    snprintf(path, sizeof path, "%s/default-%s.json", scratch, dt);
+    char *text = slurp(path);
+    json_t *db = parse_json(text);
+    cr_assert_str_eq(jstr(json_array_get(json_object_get(db, "entries"), 0), "default_variant"), want);
+    json_decref(db);
+    free(text);
+  }
+}
+
 /* a DB entry at --ub's budget, this dtype and the shape's bucket serves;
  * the DB is one the tests write, as `ubgen tune flce.chunk` writes them */
 static char *write_flce_db_with(const char *name, const char *cpu, const char *f32_variant) {
