@@ -1,5 +1,5 @@
 # libFuzzer targets (fuzz/): the expression evaluator, the tuning DB reader, the spec loader (with
-# variant enumeration and the default strategy) and the template renderer,
+# variant enumeration and the default strategy), the template renderer and a composite op run,
 # built with clang's libFuzzer, AddressSanitizer and UndefinedBehaviorSanitizer
 # (Debian: clang, libclang-rt-14-dev).
 #   make fuzz FUZZ_SECONDS=600      each target for that long (-j2: two at a time);
@@ -9,7 +9,7 @@
 #                                   (tests/fuzz/<target>/) through its target once
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
-FUZZ_TARGETS := expr spec render tunedb
+FUZZ_TARGETS := expr spec render tunedb composite
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 FUZZ_SAN     := address,undefined -fno-sanitize-recover=all
 FUZZ_FLAGS   := -g -O1 -std=c11 -D_GNU_SOURCE -Igen
@@ -28,6 +28,22 @@ $(BUILD)/fuzz/obj/%.o: gen/%.c $(wildcard gen/*.h)
 $(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_OBJS) $(wildcard gen/*.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) $< $(FUZZ_OBJS) -ljansson -lm -o $@
+
+# the composite target runs its ops: the runtime instrumented too, with
+# tcc for the kernels (the vector operations they call built as kernels are)
+FUZZ_RT_OBJS := $(RUNTIME:%=$(BUILD)/fuzz/rt/%.o)
+.SECONDARY: $(FUZZ_RT_OBJS)
+$(BUILD)/fuzz/rt/%.o: runtime/%.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fopenmp -Iruntime/include -DUBGEN_SOURCE_DIR='"$(CURDIR)"' -DUBGEN_JIT_MARCH='"$(MARCH)"' \
+	  -DUBGEN_VERSION='"$(VERSION)"' -Wno-pass-failed -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -c $< -o $@
+$(BUILD)/fuzz/rt/vops.o: templates/vops.c $(HEADERS)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=c11 -O2 -march=$(MARCH) -ffp-contract=off -fno-math-errno -c $< -o $@
+$(BUILD)/fuzz/fuzz_composite: fuzz/fuzz_composite.c $(FUZZ_OBJS) $(FUZZ_RT_OBJS) $(BUILD)/fuzz/rt/vops.o $(HEADERS)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fopenmp -Iruntime/include -DUBGEN_SOURCE_DIR='"$(CURDIR)"' -fsanitize=fuzzer,$(FUZZ_SAN) \
+	  $< $(FUZZ_OBJS) $(FUZZ_RT_OBJS) $(BUILD)/fuzz/rt/vops.o -ltcc -ljansson -ldl -lm -lpthread -o $@
 
 fuzz-build: deps-fuzz $(FUZZ_BINS)
 

@@ -190,10 +190,14 @@ ubg_status rt_composite_set(ubg_ctx *ctx, const rt_composite *c, const char *var
 
 int rt_composite_choose(const ubg_ctx *ctx, const rt_composite *c, ubg_dtype dtype, const int64_t *shape,
                         rt_comp_choice *ch) {
-  memset(ch, 0, sizeof *ch);
-  const ug_kernel *k = rt_find_kernel(ctx, c->kernel);
   const ug_composite *comp = rt_composite_spec(ctx, c, NULL, 0);
-  if (!comp) return -1;
+  if (!comp) return memset(ch, 0, sizeof *ch), -1;
+  return rt_composite_choose_spec(ctx, rt_find_kernel(ctx, c->kernel), comp, c, dtype, shape, ch);
+}
+
+int rt_composite_choose_spec(const ubg_ctx *ctx, const ug_kernel *k, const ug_composite *comp, const rt_composite *c,
+                             ubg_dtype dtype, const int64_t *shape, rt_comp_choice *ch) {
+  memset(ch, 0, sizeof *ch);
   ch->naxes = comp->naxes;
   /* the defaults: an integer axis's expression over the shape, a named
    * axis's first preferred value that this build and CPU run, else its first */

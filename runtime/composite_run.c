@@ -123,7 +123,9 @@ static ubg_status bind(const run_call *rc, const ug_binding *b, int n, ubg_arg *
 /* STEP_CHECK: every check of a step's bindings (sizes, element types,
  * roles), nothing run: each chunk's steps are checked before the first
  * writes anything */
-typedef enum { STEP_SCRATCH, STEP_BEGIN, STEP_CHECK, STEP_RUN, STEP_END_OK, STEP_END_FAILED } step_do;
+/* STEP_CHECK_CALL: a chunk step's routine at the whole call's rows, where
+ * it begins and ends: what begin and end read and write */
+typedef enum { STEP_SCRATCH, STEP_BEGIN, STEP_CHECK, STEP_CHECK_CALL, STEP_RUN, STEP_END_OK, STEP_END_FAILED } step_do;
 
 /* a routine writes none of the call's inputs */
 static ubg_status check_writes(const run_call *rc, const rt_routine_call *c, const rt_routine *r, const int *arg) {
@@ -139,6 +141,7 @@ static ubg_status check_writes(const run_call *rc, const rt_routine_call *c, con
 static ubg_status step(run_call *rc, const ug_step *st, int si, step_do todo, size_t *bytes, char *variant, size_t vn) {
   const rt_routine *r = rc->routine[si];
   if (!r && todo != STEP_RUN && todo != STEP_CHECK) return UBG_OK; /* a pass: nothing to size, begin or end */
+  if (r && todo == STEP_CHECK_CALL && !r->begin && !r->end) return UBG_OK;
   if (r && (todo == STEP_BEGIN || todo >= STEP_END_OK) && !(todo == STEP_BEGIN ? r->begin != NULL : r->end != NULL))
     return UBG_OK;
   int64_t on = 1;
@@ -175,8 +178,9 @@ static ubg_status step(run_call *rc, const ug_step *st, int si, step_do todo, si
   case STEP_BEGIN:
     return r->begin(&c);
   case STEP_CHECK:
+  case STEP_CHECK_CALL:
     if ((s = check_writes(rc, &c, r, arg))) return s;
-    return r->check ? r->check(&c) : UBG_OK;
+    return r->check ? r->check(&c, todo == STEP_CHECK_CALL) : UBG_OK;
   case STEP_RUN:
     if ((s = r->run(&c))) return s;
     if (variant) snprintf(variant, vn, "%s", c.variant);
@@ -230,7 +234,7 @@ static ubg_status choose(run_call *rc, const rt_composite *op, int64_t total, rt
   int64_t shape[UG_TUNE_MAX_SHAPE] = {0};
   for (int i = 0; i < k->nshape && i < UG_TUNE_MAX_SHAPE; i++)
     shape[i] = rc->env[rc->call->sym_of_arg[ug_pass_arg(rc->call, k->shape[i])]];
-  if (k->nshape > UG_TUNE_MAX_SHAPE || rt_composite_choose(rc->ctx, op, rc->dtype, shape, ch) < 0)
+  if (k->nshape > UG_TUNE_MAX_SHAPE || rt_composite_choose_spec(rc->ctx, k, rc->comp, op, rc->dtype, shape, ch) < 0)
     return rt_fail(rc->ctx, UBG_EINVAL, "%s: no variant chosen for %s.%s", rc->what, k->name, rc->comp->name);
   for (int i = 0; i < rc->comp->naxes; i++) {
     const ug_comp_axis *a = &rc->comp->axes[i];
@@ -297,82 +301,123 @@ static void release(run_call *rc) {
   free(rc->env);
 }
 
-/* a call of op on ctx begun: its spec found, its env allocated */
-static ubg_status open_call(run_call *rc, ubg_ctx *ctx, const rt_composite *op, const char *what, ubg_dtype dtype) {
-  char why[400];
+/* a call of comp (of kernel k) on ctx begun: its env allocated */
+static ubg_status open_spec(run_call *rc, ubg_ctx *ctx, const ug_kernel *k, const ug_composite *comp, const char *what,
+                            ubg_dtype dtype) {
   memset(rc, 0, sizeof *rc);
   rc->ctx = ctx, rc->what = what, rc->dtype = dtype;
-  if (!(rc->comp = rt_composite_spec(ctx, op, why, sizeof why))) return rt_fail(ctx, UBG_EINVAL, "%s: %s", what, why);
-  rc->k = rt_find_kernel(ctx, op->kernel);
+  rc->k = k, rc->comp = comp;
+  if (!comp->call || !comp->run)
+    return rt_fail(ctx, UBG_EINVAL, "%s: the composite declares no \"args\" and \"run\"", what);
+  if (comp->naxes > RT_COMP_AXES)
+    return rt_fail(ctx, UBG_EINVAL, "%s: the composite has %d axes; the runtime takes at most %d", what, comp->naxes,
+                   RT_COMP_AXES);
   rc->call = rc->comp->call, rc->run = rc->comp->run;
   if (!(rc->env = calloc((size_t)rc->call->nsyms + 1, sizeof *rc->env)))
     return rt_fail(ctx, UBG_ENOMEM, "%s: out of memory", what);
   return UBG_OK;
 }
 
+/* a call of op on ctx begun: its spec found, its env allocated */
+static ubg_status open_call(run_call *rc, ubg_ctx *ctx, const rt_composite *op, const char *what, ubg_dtype dtype) {
+  char why[400];
+  const ug_composite *comp = rt_composite_spec(ctx, op, why, sizeof why);
+  if (!comp) return memset(rc, 0, sizeof *rc), rt_fail(ctx, UBG_EINVAL, "%s: %s", what, why);
+  return open_spec(rc, ctx, rt_find_kernel(ctx, op->kernel), comp, what, dtype);
+}
+
+static ubg_status run(run_call *rc, const rt_composite *op, const ubg_arg *args, size_t nargs,
+                      const int64_t *nbytes);
+
 ubg_status rt_composite_run(ubg_ctx *ctx, const rt_composite *op, const char *what, ubg_dtype dtype,
                             const ubg_arg *args, size_t nargs, const int64_t *nbytes) {
   last_scratch = 0;
   run_call rc;
   ubg_status s = open_call(&rc, ctx, op, what, dtype);
-  if (s) return s;
-  s = rt_check_args(ctx, what, rc.call, dtype, args, nargs, nbytes, rc.slots, rc.env, rc.bytes);
+  if (s) return release(&rc), s;
+  return run(&rc, op, args, nargs, nbytes);
+}
+
+ubg_status rt_composite_run_spec(ubg_ctx *ctx, const ug_kernel *k, const ug_composite *comp, const char *what,
+                                 ubg_dtype dtype, const ubg_arg *args, size_t nargs, const int64_t *nbytes) {
+  last_scratch = 0;
+  run_call rc;
+  const rt_composite op = {k->name, comp->name};
+  ubg_status s = open_spec(&rc, ctx, k, comp, what, dtype);
+  if (s) return release(&rc), s;
+  return run(&rc, &op, args, nargs, nbytes);
+}
+
+/* the call rc opened: checked, chosen, run; rc released */
+static ubg_status run(run_call *rc, const rt_composite *op, const ubg_arg *args, size_t nargs,
+                      const int64_t *nbytes) {
+  ubg_ctx *ctx = rc->ctx;
+  const char *what = rc->what;
+  const ubg_dtype dtype = rc->dtype;
+  ubg_status s;
+  s = rt_check_args(ctx, what, rc->call, dtype, args, nargs, nbytes, rc->slots, rc->env, rc->bytes);
   int64_t total = 0;
   rt_comp_choice ch;
   size_t bytes = 0, most = 0;
   bool begun = false;
   char variants[32][160];
-  if (s || (s = eval(&rc, rc.run->rows, "its rows", &total))) goto done;
+  if (s || (s = eval(rc, rc->run->rows, "its rows", &total))) goto done;
   if (total < 0) {
-    s = rt_fail(ctx, UBG_EINVAL, "%s: its rows (%s) = %lld, below 0", what, ug_expr_source(rc.run->rows), (long long)total);
+    s = rt_fail(ctx, UBG_EINVAL, "%s: its rows (%s) = %lld, below 0", what, ug_expr_source(rc->run->rows), (long long)total);
     goto done;
   }
-  if ((s = choose(&rc, op, total, &ch, NULL, 0))) goto done;
-  const int64_t chunk = rc.value[0];
+  if ((s = choose(rc, op, total, &ch, NULL, 0))) goto done;
+  const int64_t chunk = rc->value[0];
   /* the routines and their states, and one scratch block for them all, as large as the largest chunk asks */
-  if ((s = resolve(&rc, true)) || (s = allocate(&rc, &bytes, false))) goto done;
-  set_rows(&rc, 0, chunk);
-  if ((s = steps(&rc, -1, STEP_SCRATCH, &most, NULL))) goto done;
-  rc.routine_scratch_bytes = most;
-  if (most && !(rc.routine_scratch = aligned_alloc(64, most))) {
+  if ((s = resolve(rc, true)) || (s = allocate(rc, &bytes, false))) goto done;
+  set_rows(rc, 0, chunk);
+  if ((s = steps(rc, -1, STEP_SCRATCH, &most, NULL))) goto done;
+  rc->routine_scratch_bytes = most;
+  if (most && !(rc->routine_scratch = aligned_alloc(64, most))) {
     s = rt_fail(ctx, UBG_ENOMEM, "%s: out of memory for %zu bytes of scratch", what, most);
     goto done;
   }
   last_scratch = bytes + most;
-  /* every step of every chunk checked, so that none fails once one has written */
-  set_rows(&rc, 0, total);
-  if ((s = steps(&rc, UG_RUN_BEFORE, STEP_CHECK, &most, NULL))) goto done;
+  /* every step of every chunk checked, so that none fails once one has written: the chunk
+   * steps' routines at the whole call's rows too (they begin and end there), the chunk
+   * steps at no rows (they run so below, to pick and compile their variants) */
+  set_rows(rc, 0, total);
+  if ((s = steps(rc, UG_RUN_BEFORE, STEP_CHECK, &most, NULL)) ||
+      (s = steps(rc, UG_RUN_CHUNK, STEP_CHECK_CALL, &most, NULL)))
+    goto done;
+  set_rows(rc, 0, 0);
+  if ((s = steps(rc, UG_RUN_CHUNK, STEP_CHECK, &most, NULL))) goto done;
   for (int64_t off = 0; off < total; off += chunk) {
-    set_rows(&rc, off, total - off < chunk ? total - off : chunk);
-    if ((s = steps(&rc, UG_RUN_CHUNK, STEP_CHECK, &most, NULL))) goto done;
+    set_rows(rc, off, total - off < chunk ? total - off : chunk);
+    if ((s = steps(rc, UG_RUN_CHUNK, STEP_CHECK, &most, NULL))) goto done;
   }
-  set_rows(&rc, 0, total);
-  if ((s = steps(&rc, UG_RUN_AFTER, STEP_CHECK, &most, NULL))) goto done;
-  if ((s = steps(&rc, -1, STEP_BEGIN, &most, NULL))) goto done;
+  set_rows(rc, 0, total);
+  if ((s = steps(rc, UG_RUN_AFTER, STEP_CHECK, &most, NULL))) goto done;
+  if ((s = steps(rc, -1, STEP_BEGIN, &most, NULL))) goto done;
   begun = true;
   /* every chunk step on no rows: each variant picked and compiled before anything is written */
-  set_rows(&rc, 0, 0);
-  if ((s = steps(&rc, UG_RUN_CHUNK, STEP_RUN, &most, variants))) goto done;
+  set_rows(rc, 0, 0);
+  if ((s = steps(rc, UG_RUN_CHUNK, STEP_RUN, &most, variants))) goto done;
 
   /* from here on only steps that are known to run */
-  set_rows(&rc, 0, total);
-  if ((s = steps(&rc, UG_RUN_BEFORE, STEP_RUN, &most, NULL))) goto done;
+  set_rows(rc, 0, total);
+  if ((s = steps(rc, UG_RUN_BEFORE, STEP_RUN, &most, NULL))) goto done;
   for (int64_t off = 0; off < total; off += chunk) {
-    set_rows(&rc, off, total - off < chunk ? total - off : chunk);
-    if ((s = steps(&rc, UG_RUN_CHUNK, STEP_RUN, &most, variants))) goto done;
+    set_rows(rc, off, total - off < chunk ? total - off : chunk);
+    if ((s = steps(rc, UG_RUN_CHUNK, STEP_RUN, &most, variants))) goto done;
   }
-  set_rows(&rc, 0, total);
-  if ((s = steps(&rc, UG_RUN_AFTER, STEP_RUN, &most, NULL))) goto done;
+  set_rows(rc, 0, total);
+  if ((s = steps(rc, UG_RUN_AFTER, STEP_RUN, &most, NULL))) goto done;
   ug_buf last = {0};
-  for (int i = 0; i < rc.run->nsteps[UG_RUN_CHUNK]; i++) ug_buf_printf(&last, "%s%s", i ? ";" : "", variants[i]);
-  for (int i = 0; i < rc.comp->naxes; i++)
-    if (!rc.comp->axes[i].values)
-      ug_buf_printf(&last, ";%s=%lld (%s)", rc.comp->axes[i].name, (long long)rc.value[i], ch.source[i]);
+  for (int i = 0; i < rc->run->nsteps[UG_RUN_CHUNK]; i++) ug_buf_printf(&last, "%s%s", i ? ";" : "", variants[i]);
+  for (int i = 0; i < rc->comp->naxes; i++)
+    if (!rc->comp->axes[i].values)
+      ug_buf_printf(&last, ";%s=%lld (%s)", rc->comp->axes[i].name, (long long)rc->value[i], ch.source[i]);
   rt_set_last_variant(ctx, ug_buf_str(&last));
   ug_buf_free(&last);
 done:
-  if (begun) steps(&rc, -1, s ? STEP_END_FAILED : STEP_END_OK, &most, NULL);
-  release(&rc);
+  if (begun) steps(rc, -1, s ? STEP_END_FAILED : STEP_END_OK, &most, NULL);
+  release(rc);
   return s;
 }
 

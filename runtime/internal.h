@@ -133,10 +133,20 @@ UBG_HIDDEN void rt_composite_forced(const ubg_ctx *ctx, const rt_composite *c, c
  * -1 when ctx has no spec of c the wrapper can run. */
 UBG_HIDDEN int rt_composite_choose(const ubg_ctx *ctx, const rt_composite *c, ubg_dtype dtype, const int64_t *shape,
                                    rt_comp_choice *ch);
+/* ... of a spec given (k, comp), c its names (what is forced or tuned under them) */
+UBG_HIDDEN int rt_composite_choose_spec(const ubg_ctx *ctx, const ug_kernel *k, const ug_composite *comp,
+                                        const rt_composite *c, ubg_dtype dtype, const int64_t *shape,
+                                        rt_comp_choice *ch);
 /* A call of c (its spec's "args", by name) run as its spec's "run" says:
  * nothing written when it fails. what starts every message ("ubg_flce"). */
 UBG_HIDDEN ubg_status rt_composite_run(ubg_ctx *ctx, const rt_composite *c, const char *what, ubg_dtype dtype,
                                        const ubg_arg *args, size_t nargs, const int64_t *nbytes);
+/* ... of a composite spec the caller parsed itself (k, comp), not ctx's:
+ * its steps' passes are ctx's of kernel k->name (fuzz/fuzz_composite.c
+ * runs the specs it makes this way, with one context for all) */
+UBG_HIDDEN ubg_status rt_composite_run_spec(ubg_ctx *ctx, const ug_kernel *k, const ug_composite *comp,
+                                            const char *what, ubg_dtype dtype, const ubg_arg *args, size_t nargs,
+                                            const int64_t *nbytes);
 /* the rows of a chunk a call of this shape (the kernel's, in its order)
  * and rows would take: the first axis's value as rt_composite_choose gives
  * it, rows where the default overflows (or there is no ctx), capped to [1,

@@ -42,8 +42,9 @@ typedef struct rt_routine {
   /* whether it writes the tensor bound to argument `name` in this call (a call's input may not be one) */
   bool (*writes)(const rt_routine_call *c, const char *name);
   /* the bound tensors hold what run reads and writes, and are of types it takes (a spec binds
-   * them; called for every chunk before the first runs); NULL: nothing to check */
-  ubg_status (*check)(const rt_routine_call *c);
+   * them; called for every chunk before the first runs); call: the bindings at the whole call's
+   * rows, where begin and end run (what they read and write); NULL: nothing to check */
+  ubg_status (*check)(const rt_routine_call *c, bool call);
   /* its scratch for the call's largest chunk (the arguments bound at rows = chunk); NULL: none */
   size_t (*scratch)(const rt_routine_call *c);
   /* before the first step of the call's first chunk: may fail (and then nothing ran) */

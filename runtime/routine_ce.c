@@ -41,14 +41,15 @@ static void fill(const rt_routine_call *c, rt_ce_rows *ce) {
 }
 
 /* the call's tensors hold bt rows (target, argmax; the per-row outputs
- * with reduction none) and the chunk's logits its rows, off + rows <= bt */
-static ubg_status ce_check(const rt_routine_call *c) {
+ * with reduction none) and, but for the whole call's check (begin and end
+ * read no logits), the chunk's logits its rows, off + rows <= bt */
+static ubg_status ce_check(const rt_routine_call *c, bool call) {
   if (!c->pass)
     return rt_fail(c->ctx, UBG_EINVAL, "%s: a ce_rows step names no \"pass\" (the cross entropy it runs)", c->what);
   const int64_t bt = rt_routine_i(c, "bt", 0), vocab = rt_routine_i(c, "vocab", 1), off = rt_routine_i(c, "off", 0),
                 rows = rt_routine_i(c, "rows", 0);
   const int64_t per_call = rt_routine_i(c, "reduction", 0) == UBG_REDUCE_NONE ? bt : 1;
-  if (vocab < 1 || off < 0 || rows < 0 || off > bt - rows)
+  if (vocab < 1 || bt < 0 || (!call && (off < 0 || rows < 0 || off > bt - rows)))
     return rt_fail(c->ctx, UBG_EINVAL, "%s: routine ce_rows: vocab = %lld, off = %lld, rows = %lld, bt = %lld: "
                    "a chunk's rows [off, off + rows) lie in [0, bt) over vocab >= 1", c->what, (long long)vocab,
                    (long long)off, (long long)rows, (long long)bt);
@@ -57,7 +58,7 @@ static ubg_status ce_check(const rt_routine_call *c) {
     return rt_fail(c->ctx, UBG_EINVAL, "%s: routine ce_rows: rows x vocab overflows", c->what);
   ubg_status s;
   if ((s = rt_routine_need(c, "ce_rows", "target", UG_ELEM_I64, bt, "bt", true)) ||
-      (s = rt_routine_need(c, "ce_rows", "logits", UG_ELEM_F32, cells, "rows x vocab", true)) ||
+      (!call && (s = rt_routine_need(c, "ce_rows", "logits", UG_ELEM_F32, cells, "rows x vocab", true))) ||
       (s = rt_routine_need(c, "ce_rows", "ce_weight", UG_ELEM_F32, vocab, "vocab", false)) ||
       (s = rt_routine_need(c, "ce_rows", "grad_output", UG_ELEM_F32, per_call, "its rows", false)) ||
       (s = rt_routine_need(c, "ce_rows", "loss", UG_ELEM_F32, per_call, "its rows", true)) ||

@@ -57,7 +57,8 @@ static bool gemm_writes(const rt_routine_call *c, const char *name) {
 }
 
 /* every operand holds its shape from where it is bound, in a type the GEMM takes */
-static ubg_status gemm_check(const rt_routine_call *c) {
+static ubg_status gemm_check(const rt_routine_call *c, bool call) {
+  (void)call;
   const gemm g = bound(c);
   int64_t mk, kn, mn;
   if (g.m < 0 || g.n < 0 || g.k < 0 || __builtin_mul_overflow(g.m, g.k, &mk) || __builtin_mul_overflow(g.k, g.n, &kn) ||

@@ -88,6 +88,15 @@ bool rt_routine_named(const char *name, const char *const *list) {
 
 static bool writes_dst(const rt_routine_call *c, const char *name) { return !strcmp(name, "dst"); }
 
+/* dst's first dst_bytes and src's first src_bytes share a byte, and are not
+ * the very same buffer (which convert skips) */
+static ubg_status apart(const rt_routine_call *c, const char *routine, int64_t dst_bytes, int64_t src_bytes) {
+  const char *d = rt_routine_p(c, "dst"), *s = rt_routine_p(c, "src");
+  if (!d || !s || d == s || dst_bytes <= 0 || src_bytes <= 0 || d >= s + src_bytes || s >= d + dst_bytes) return UBG_OK;
+  return rt_fail(c->ctx, UBG_EINVAL, "%s: routine %s: dst and src overlap (bound to parts of one buffer)", c->what,
+                 routine);
+}
+
 /* zero: dst's bytes to 0 (+0.0 in every float type) */
 static ubg_status zero_run(rt_routine_call *c) {
   void *dst = rt_routine_p(c, "dst");
@@ -117,10 +126,12 @@ static ubg_status store_run(rt_routine_call *c) {
   }
   return UBG_OK;
 }
-static ubg_status store_check(const rt_routine_call *c) {
+static ubg_status store_check(const rt_routine_call *c, bool call) {
+  (void)call;
   const int64_t n = rt_routine_bytes(c, "dst") / (int64_t)ug_dtype_bytes((int)c->dtype);
   ubg_status s = rt_routine_need(c, "store", "dst", UG_ELEM_T, n, "its elements", false);
-  return s ? s : rt_routine_p(c, "dst") ? rt_routine_need(c, "store", "src", UG_ELEM_F32, n, "dst's elements", false) : UBG_OK;
+  if (!s && rt_routine_p(c, "dst")) s = rt_routine_need(c, "store", "src", UG_ELEM_F32, n, "dst's elements", false);
+  return s ? s : apart(c, "store", n * (int64_t)ug_dtype_bytes((int)c->dtype), n * 4);
 }
 const rt_routine rt_routine_store = {.name = "store", .writes = writes_dst, .check = store_check, .run = store_run};
 
@@ -150,11 +161,15 @@ void rt_convert(void *dst, ubg_dtype to, const void *src, ubg_dtype from, int64_
 /* convert: dst [n] := src [n], each in its element type (f32, f16, bf16),
  * rounded to nearest even where it narrows; nothing where either is null
  * or they are the very same buffer (a copy onto itself) */
-static ubg_status convert_check(const rt_routine_call *c) {
+static ubg_status convert_check(const rt_routine_call *c, bool call) {
+  (void)call;
   const int64_t n = rt_routine_i(c, "n", 0);
   if (!rt_routine_p(c, "dst") || !rt_routine_p(c, "src") || n <= 0) return UBG_OK;
   ubg_status s = rt_routine_need(c, "convert", "dst", RT_F32_OR_T, n, "n", true);
-  return s ? s : rt_routine_need(c, "convert", "src", RT_F32_OR_T, n, "n", true);
+  if (!s) s = rt_routine_need(c, "convert", "src", RT_F32_OR_T, n, "n", true);
+  const int dt = (int)c->dtype;
+  return s ? s : apart(c, "convert", n * (int64_t)ug_elem_bytes(rt_routine_elem(c, "dst"), dt),
+                       n * (int64_t)ug_elem_bytes(rt_routine_elem(c, "src"), dt));
 }
 
 static ubg_status convert_run(rt_routine_call *c) {

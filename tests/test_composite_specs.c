@@ -82,11 +82,13 @@ static void remove_dir(const char *dir) {
   rmdir(dir);
 }
 
-static ubg_status run(ubg_ctx *c, float *x, float *y, float *z) {
+static ubg_status run_rows(ubg_ctx *c, int64_t m, float *x, float *y, float *z) {
   const ubg_arg args[] = {{"x", UBG_ARG_PTR, {.p = x}}, {"y", UBG_ARG_PTR, {.p = y}}, {"z", UBG_ARG_PTR, {.p = z}},
-                          {"m", UBG_ARG_I64, {.i = M}}, {"n", UBG_ARG_I64, {.i = N}}, {"a", UBG_ARG_F64, {.f = 0.5}}};
+                          {"m", UBG_ARG_I64, {.i = m}}, {"n", UBG_ARG_I64, {.i = N}}, {"a", UBG_ARG_F64, {.f = 0.5}}};
   return ubg_launch(c, "scale_rows", "rows", UBG_F32, args, 6);
 }
+
+static ubg_status run(ubg_ctx *c, float *x, float *y, float *z) { return run_rows(c, M, x, y, z); }
 
 /* the spec loads; the call is refused with `says` and writes nothing */
 static void refused_at_run2(const char *from, const char *to, const char *from2, const char *to2, const char *says) {
@@ -181,4 +183,28 @@ Test(composite_specs, an_expression_too_deep_is_refused) {
   for (int i = 0; i < 400; i++) strcat(deep, "+0");
   strcat(deep, "\"");
   refused_at_load("\"default\": \"cdiv(m, 4)\"", deep, "nested too deeply");
+}
+
+/* found by fuzz/fuzz_composite: with no rows at all no chunk was checked,
+ * yet the chunk steps ran once on no rows (to pick their variants), so a
+ * binding that does not follow the rows ran past the tensors; and a store
+ * or convert between overlapping parts of one buffer (memcpy's undefined
+ * behaviour) */
+Test(composite_specs, the_steps_run_on_no_rows_are_checked_and_copies_do_not_overlap) {
+  char dir[64], why[1024];
+  ubg_ctx *c = changed_spec("{\"pass\": \"scale\", \"args\": {\"x\": \"x[off]\"",
+                            "{\"routine\": \"convert\", \"args\": {\"dst\": \"y\", \"src\": \"x\", \"n\": \"m * n + 1\"}}, "
+                            "{\"pass\": \"scale\", \"args\": {\"x\": \"x[off]\"",
+                            dir, why, sizeof why);
+  cr_assert_not_null(c, "%s", why);
+  float x[M * N], y[M * N], z[M * N];
+  cr_assert_eq(run_rows(c, 0, x, y, z), UBG_EINVAL);
+  cr_assert(strstr(ubg_ctx_error(c), "routine convert: dst holds 0 bytes"), "%s", ubg_ctx_error(c));
+  ubg_ctx_destroy(c);
+  remove_dir(dir);
+  /* the second chunk (off = 10) copies z[0, 10 n] over z[10 n, 20 n + 1) */
+  refused_at_run("{\"pass\": \"scale\", \"args\": {\"x\": \"x[off]\"",
+                 "{\"routine\": \"convert\", \"args\": {\"dst\": \"z[off]\", \"src\": \"z\", \"n\": \"off * n + 1\"}}, "
+                 "{\"pass\": \"scale\", \"args\": {\"x\": \"x[off]\"",
+                 "routine convert: dst and src overlap");
 }
