@@ -1233,21 +1233,21 @@ Test(cli, check_and_tune_survive_a_kernel_that_crashes_or_hangs, .timeout = 120)
   edit_file(t, "y[i] = (BLOCK_D == 64 ? 3.0f : 2.0f) * x[i];",
             "{ y[i] = 2.0f * x[i]; if (BLOCK_D == 32) *(volatile float *)0 = 1.0f;"
             " if (BLOCK_D == 64) for (volatile int k = 0; ; k++) {} }");
-  run_result r = ubgen("check --specs %s tune_probe.fwd --timeout 2", dir);
+  run_result r = ubgen("check --specs %s tune_probe.fwd --timeout 1", dir);
   assert_status(r, 1);
   cr_assert(strstr(r.out, "FAIL tune_probe_fwd_f32_d32 case 0") && strstr(r.out, "killed by signal 11"), "%s", r.out);
-  cr_assert(strstr(r.out, "FAIL tune_probe_fwd_f32_d64 case 0") && strstr(r.out, "still running after 2 s"), "%s", r.out);
+  cr_assert(strstr(r.out, "FAIL tune_probe_fwd_f32_d64 case 0") && strstr(r.out, "still running after 1 s"), "%s", r.out);
   cr_assert_null(strstr(r.out, "FAIL tune_probe_fwd_f32_d16"), "%s", r.out);
   run_free(&r);
-  r = ubgen("tune --specs %s tune_probe.fwd --timeout 2 --reps 1 --db %s/probe-db.json", dir, scratch);
+  r = ubgen("tune --specs %s tune_probe.fwd --timeout 1 --reps 1 --db %s/probe-db.json", dir, scratch);
   assert_status(r, 1);
   cr_assert(strstr(r.out, "WRONG tune_probe_fwd_f32_d32: killed by signal 11"), "%s", r.out);
-  cr_assert(strstr(r.out, "WRONG tune_probe_fwd_f32_d64: still running after 2 s"), "%s", r.out);
+  cr_assert(strstr(r.out, "WRONG tune_probe_fwd_f32_d64: still running after 1 s"), "%s", r.out);
   cr_assert(strstr(r.out, "1 entry merged into"), "the right variant is still tuned: %s", r.out);
   run_free(&r);
   char *ref = path_in(dir, "tune_probe_ref.c");
   edit_file(ref, "(void)dt;", "(void)dt; *(volatile int *)0 = 1;");
-  r = ubgen("check --specs %s tune_probe.fwd --timeout 2", dir);
+  r = ubgen("check --specs %s tune_probe.fwd --timeout 1", dir);
   assert_status(r, 1);
   cr_assert(strstr(r.out, "the reference of tune_probe.fwd did not return: killed by signal 11"), "%s", r.out);
   run_free(&r);
@@ -1263,10 +1263,10 @@ Test(cli, check_and_tune_survive_a_kernel_that_crashes_or_hangs, .timeout = 120)
   edit_file(t, "const ubg_i64 total = m * n;",
             "const ubg_i64 total = m * n; if (m == 32) *(volatile float *)0 = 1.0f;"
             " if (m == 16) for (volatile int k = 0; ; k++) {}");
-  r = ubgen("tune scale_rows.rows --specs %s --dtype f32 --shape m=37,n=10 --reps 1 --timeout 2 --db %s/comp-db.json",
+  r = ubgen("tune scale_rows.rows --specs %s --dtype f32 --shape m=37,n=10 --reps 1 --timeout 1 --db %s/comp-db.json",
             comp, scratch);
   assert_status(r, 0);
-  cr_assert(strstr(r.out, "not timed chunk=16: still running after 2 s"), "%s", r.out);
+  cr_assert(strstr(r.out, "not timed chunk=16: still running after 1 s"), "%s", r.out);
   cr_assert(strstr(r.out, "not timed chunk=32: killed by signal 11"), "%s", r.out);
   cr_assert(strstr(r.out, "tuned chunk=10"), "the default, the one that runs: %s", r.out);
   run_free(&r);
