@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include "help.h"
+#include "isolate.h"
 #include "suggest.h"
 
 #include "../gen/fsutil.h"
@@ -67,9 +68,23 @@ static int add_list(const char **list, int *n, const char *v, const char *opt) {
   return 0;
 }
 
+/* --name's value val as an int in [lo, hi] into *out; said is what the
+ * message calls it ("seconds, ") */
+static int int_option(const char *cmd, const char *name, const char *val, long lo, long hi, const char *said, int *out) {
+  char *end;
+  const long v = strtol(val, &end, 10);
+  if (end == val || *end || v < lo || v > hi) {
+    cli_error("%s: --%s \"%s\" must be %san integer in [%ld, %ld]", cmd, name, val, said, lo, hi);
+    return -1;
+  }
+  *out = (int)v;
+  return 0;
+}
+
 int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool takes_target, cli_opts *o) {
   memset(o, 0, sizeof *o);
   o->cmd = cmd;
+  o->timeout = CLI_TIMEOUT_DEFAULT;
   o->budget.margin = 0;
   /* the budget the library would use: --ub overrides it below */
   char env_err[300];
@@ -176,21 +191,9 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool
     } else if (!strcmp(name, "svg")) {
       o->svg = val;
     } else if (!strcmp(name, "reps")) {
-      char *end;
-      long r = strtol(val, &end, 10);
-      if (*end || r < 1 || r > 1000) {
-        cli_error("%s: --reps \"%s\" must be an integer in [1, 1000]", cmd, val);
-        return -1;
-      }
-      o->reps = (int)r;
+      if (int_option(cmd, name, val, 1, 1000, "", &o->reps) < 0) return -1;
     } else if (!strcmp(name, "timeout")) {
-      char *end;
-      long t = strtol(val, &end, 10);
-      if (*end || t < 1 || t > 86400) {
-        cli_error("%s: --timeout \"%s\" must be seconds, an integer in [1, 86400]", cmd, val);
-        return -1;
-      }
-      o->timeout = (int)t;
+      if (int_option(cmd, name, val, 1, 86400, "seconds, ", &o->timeout) < 0) return -1;
     } else if (!strcmp(name, "backend")) {
       o->backend = val;
     } else if (!strcmp(name, "shard")) {

@@ -34,7 +34,7 @@ typedef struct {
   const char *tuned;
   const char *db; /* --db FILE: the tuning DB */
   int reps;       /* --reps N (0: the command's default) */
-  int timeout;    /* --timeout S: seconds one isolated call of user code may take (0: CLI_TIMEOUT_DEFAULT) */
+  int timeout;    /* --timeout S: seconds one isolated call of user code may take (default CLI_TIMEOUT_DEFAULT) */
   const char *svg; /* --svg FILE */
   const char *backend;
   int shard_i, shard_n; /* --shard i/n: this run does part i (1-based) of n; 0 without */

@@ -13,7 +13,6 @@
 #include "../gen/bind.h"
 #include "check_ref.h"
 #include "check_run.h"
-#include "isolate.h"
 #include "cli.h"
 #include "../gen/strategy.h"
 
@@ -22,7 +21,6 @@ typedef struct {
   const cli_opts *o;
   char shipped[4200]; /* the shipped templates (ubgen_ref.h) */
   int runs, failures;
-  int timeout; /* seconds a reference or a variant may run, in a child process */
 } checker;
 
 static void fail(checker *C, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -114,7 +112,7 @@ static int check_case(checker *C, const ug_pass *p, int dt, const ug_variant *vs
     fail(C, "FAIL %s: %s\n", where, msg);
     goto out;
   }
-  if (ref && cli_check_call_reference(&call, ref, C->timeout, msg, sizeof msg) < 0) {
+  if (ref && cli_check_call_reference(&call, ref, C->o->timeout, msg, sizeof msg) < 0) {
     fail(C, "FAIL %s: %s\n", where, msg);
     rc = 0; /* a failure of the user's code, counted: the check goes on */
     goto free_call;
@@ -125,7 +123,7 @@ static int check_case(checker *C, const ug_pass *p, int dt, const ug_variant *vs
     int s = ubg_set_variant(C->ctx, k->name, p->name, v->name);
     if (s) snprintf(msg, sizeof msg, "%s: %s", ubg_status_str((ubg_status)s), ubg_ctx_error(C->ctx));
     cli_check_call_reset(&call);
-    if (!s) s = cli_check_call_run_isolated(C->ctx, &call, C->timeout, msg, sizeof msg);
+    if (!s) s = cli_check_call_run_isolated(C->ctx, &call, C->o->timeout, msg, sizeof msg);
     C->runs++;
     char head[800];
     snprintf(head, sizeof head, "%s %s", v->name, where);
@@ -208,7 +206,7 @@ int cli_cmd_check(int argc, char **argv) {
   ubg_config cfg = {0};
   cfg.ub_bytes = (size_t)o.budget.ub_bytes;
   cfg.safety_margin = o.budget.margin;
-  checker C = {.o = &o, .timeout = o.timeout ? o.timeout : CLI_TIMEOUT_DEFAULT};
+  checker C = {.o = &o};
   snprintf(C.shipped, sizeof C.shipped, "%s/templates", o.data_dir);
   if (ubg_ctx_create(&cfg, &C.ctx) != UBG_OK) {
     cli_error("%s", ubg_ctx_error(NULL)); /* "file:line:col: what" when a spec is at fault: the file comes first */

@@ -16,7 +16,6 @@
 #include "../gen/bind.h"
 #include "../gen/fsutil.h"
 #include "check_run.h"
-#include "isolate.h"
 #include "cli.h"
 #include "shape_arg.h"
 #include "../gen/strategy.h"
@@ -232,7 +231,7 @@ static int tune_one(tuner *T, const ug_pass *p, int dtype, const ug_case *cs) {
     goto out;
   }
   have_call = true;
-  const int timeout = T->o->timeout ? T->o->timeout : CLI_TIMEOUT_DEFAULT;
+  const int timeout = T->o->timeout;
   if (ref && cli_check_call_reference(&call, ref, timeout, msg, sizeof msg) < 0) {
     cli_error("tune: %s.%s %s: %s", k->name, p->name, shape, msg);
     goto out;

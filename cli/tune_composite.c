@@ -293,7 +293,7 @@ static int tune(const cli_tune_sink *s, const ug_kernel *k, const ug_composite *
   cand cd[MAX_CAND];
   r.cd = cd;
   int rc = -1;
-  const int timeout = s->o->timeout ? s->o->timeout : CLI_TIMEOUT_DEFAULT;
+  const int timeout = s->o->timeout;
   char *said = cli_shared_alloc(SAID);
   if (!said) {
     cli_error("tune %s.%s: out of memory", k->name, c->name);

@@ -53,6 +53,11 @@ int64_t rt_run_axis_default(const ug_composite *comp, int axis, ubg_dtype dtype)
 }
 
 int rt_run_spec_ok(const ug_kernel *k, const ug_composite *comp, char *why, size_t n) {
+  if (comp->naxes > RT_COMP_AXES) {
+    if (why) snprintf(why, n, "the %s spec's composite \"%s\" has %d axes; the runtime takes at most %d", k->name,
+                      comp->name, comp->naxes, RT_COMP_AXES);
+    return -1;
+  }
   if (!comp->call || !comp->run) {
     if (why) snprintf(why, n, "the %s spec's composite \"%s\" declares no \"args\" and \"run\"", k->name, comp->name);
     return -1;
@@ -79,11 +84,6 @@ const ug_composite *rt_composite_spec(const ubg_ctx *ctx, const rt_composite *c,
   if (!comp) {
     if (why) snprintf(why, n, "the %s spec%s declares no composite \"%s\"", c->kernel, k ? "" : " is not loaded: it",
                       c->pass);
-    return NULL;
-  }
-  if (comp->naxes > RT_COMP_AXES) {
-    if (why) snprintf(why, n, "the %s spec's composite \"%s\" has %d axes; the runtime takes at most %d", c->kernel,
-                      c->pass, comp->naxes, RT_COMP_AXES);
     return NULL;
   }
   if (rt_run_spec_ok(k, comp, why, n) < 0) return NULL;

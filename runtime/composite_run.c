@@ -122,9 +122,8 @@ static ubg_status bind(const run_call *rc, const ug_binding *b, int n, ubg_arg *
 
 /* STEP_CHECK: every check of a step's bindings (sizes, element types,
  * roles), nothing run: each chunk's steps are checked before the first
- * writes anything */
-/* STEP_CHECK_CALL: a chunk step's routine at the whole call's rows, where
- * it begins and ends: what begin and end read and write */
+ * writes anything. STEP_CHECK_CALL: a chunk step's routine at the whole
+ * call's rows, where it begins and ends: what begin and end read and write. */
 typedef enum { STEP_SCRATCH, STEP_BEGIN, STEP_CHECK, STEP_CHECK_CALL, STEP_RUN, STEP_END_OK, STEP_END_FAILED } step_do;
 
 /* a routine writes none of the call's inputs */
@@ -210,6 +209,21 @@ static ubg_status steps(run_call *rc, int ph, step_do todo, size_t *most, char (
 static void set_rows(run_call *rc, int64_t off, int64_t rows) {
   rc->env[rc->run->sym_off] = off;
   rc->env[rc->run->sym_rows] = rows;
+}
+
+/* the "before" steps at the call's rows, the "chunk" steps per chunk of
+ * `chunk` rows, the "after" steps: checked or run */
+static ubg_status phases(run_call *rc, int64_t total, int64_t chunk, step_do todo, size_t *most,
+                         char (*variants)[160]) {
+  ubg_status s;
+  set_rows(rc, 0, total);
+  if ((s = steps(rc, UG_RUN_BEFORE, todo, most, NULL))) return s;
+  for (int64_t off = 0; off < total; off += chunk) {
+    set_rows(rc, off, total - off < chunk ? total - off : chunk);
+    if ((s = steps(rc, UG_RUN_CHUNK, todo, most, variants))) return s;
+  }
+  set_rows(rc, 0, total);
+  return steps(rc, UG_RUN_AFTER, todo, most, NULL);
 }
 
 /* a chunk's rows: at most the rows, at least 1 */
@@ -307,11 +321,8 @@ static ubg_status open_spec(run_call *rc, ubg_ctx *ctx, const ug_kernel *k, cons
   memset(rc, 0, sizeof *rc);
   rc->ctx = ctx, rc->what = what, rc->dtype = dtype;
   rc->k = k, rc->comp = comp;
-  if (!comp->call || !comp->run)
-    return rt_fail(ctx, UBG_EINVAL, "%s: the composite declares no \"args\" and \"run\"", what);
-  if (comp->naxes > RT_COMP_AXES)
-    return rt_fail(ctx, UBG_EINVAL, "%s: the composite has %d axes; the runtime takes at most %d", what, comp->naxes,
-                   RT_COMP_AXES);
+  char why[400];
+  if (rt_run_spec_ok(k, comp, why, sizeof why) < 0) return rt_fail(ctx, UBG_EINVAL, "%s: %s", what, why);
   rc->call = rc->comp->call, rc->run = rc->comp->run;
   if (!(rc->env = calloc((size_t)rc->call->nsyms + 1, sizeof *rc->env)))
     return rt_fail(ctx, UBG_ENOMEM, "%s: out of memory", what);
@@ -321,7 +332,7 @@ static ubg_status open_spec(run_call *rc, ubg_ctx *ctx, const ug_kernel *k, cons
 /* a call of op on ctx begun: its spec found, its env allocated */
 static ubg_status open_call(run_call *rc, ubg_ctx *ctx, const rt_composite *op, const char *what, ubg_dtype dtype) {
   char why[400];
-  const ug_composite *comp = rt_composite_spec(ctx, op, why, sizeof why);
+  const ug_composite *comp = rt_composite_spec(ctx, op, why, sizeof why); /* checked there, as open_spec checks */
   if (!comp) return memset(rc, 0, sizeof *rc), rt_fail(ctx, UBG_EINVAL, "%s: %s", what, why);
   return open_spec(rc, ctx, rt_find_kernel(ctx, op->kernel), comp, what, dtype);
 }
@@ -382,32 +393,18 @@ static ubg_status run(run_call *rc, const rt_composite *op, const ubg_arg *args,
    * steps' routines at the whole call's rows too (they begin and end there), the chunk
    * steps at no rows (they run so below, to pick and compile their variants) */
   set_rows(rc, 0, total);
-  if ((s = steps(rc, UG_RUN_BEFORE, STEP_CHECK, &most, NULL)) ||
-      (s = steps(rc, UG_RUN_CHUNK, STEP_CHECK_CALL, &most, NULL)))
-    goto done;
+  if ((s = steps(rc, UG_RUN_CHUNK, STEP_CHECK_CALL, &most, NULL))) goto done;
   set_rows(rc, 0, 0);
-  if ((s = steps(rc, UG_RUN_CHUNK, STEP_CHECK, &most, NULL))) goto done;
-  for (int64_t off = 0; off < total; off += chunk) {
-    set_rows(rc, off, total - off < chunk ? total - off : chunk);
-    if ((s = steps(rc, UG_RUN_CHUNK, STEP_CHECK, &most, NULL))) goto done;
-  }
-  set_rows(rc, 0, total);
-  if ((s = steps(rc, UG_RUN_AFTER, STEP_CHECK, &most, NULL))) goto done;
-  if ((s = steps(rc, -1, STEP_BEGIN, &most, NULL))) goto done;
+  if ((s = steps(rc, UG_RUN_CHUNK, STEP_CHECK, &most, NULL)) || (s = phases(rc, total, chunk, STEP_CHECK, &most, NULL)))
+    goto done;
+  if ((s = steps(rc, -1, STEP_BEGIN, &most, NULL))) goto done; /* at the call's rows, where phases left them */
   begun = true;
   /* every chunk step on no rows: each variant picked and compiled before anything is written */
   set_rows(rc, 0, 0);
   if ((s = steps(rc, UG_RUN_CHUNK, STEP_RUN, &most, variants))) goto done;
 
   /* from here on only steps that are known to run */
-  set_rows(rc, 0, total);
-  if ((s = steps(rc, UG_RUN_BEFORE, STEP_RUN, &most, NULL))) goto done;
-  for (int64_t off = 0; off < total; off += chunk) {
-    set_rows(rc, off, total - off < chunk ? total - off : chunk);
-    if ((s = steps(rc, UG_RUN_CHUNK, STEP_RUN, &most, variants))) goto done;
-  }
-  set_rows(rc, 0, total);
-  if ((s = steps(rc, UG_RUN_AFTER, STEP_RUN, &most, NULL))) goto done;
+  if ((s = phases(rc, total, chunk, STEP_RUN, &most, variants))) goto done;
   ug_buf last = {0};
   for (int i = 0; i < rc->run->nsteps[UG_RUN_CHUNK]; i++) ug_buf_printf(&last, "%s%s", i ? ";" : "", variants[i]);
   for (int i = 0; i < rc->comp->naxes; i++)

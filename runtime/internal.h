@@ -153,7 +153,8 @@ UBG_HIDDEN ubg_status rt_composite_run_spec(ubg_ctx *ctx, const ug_kernel *k, co
  * rows] */
 UBG_HIDDEN int64_t rt_composite_chunk_rows(const ubg_ctx *ctx, const char *kernel, const char *op, ubg_dtype dtype,
                                            const int64_t *shape, int64_t rows);
-/* 0 when comp has "args" and a "run" whose routines this runtime has; else -1 and why */
+/* 0 when comp has at most RT_COMP_AXES axes, "args" and a "run" whose
+ * routines this runtime has; else -1 and why */
 UBG_HIDDEN int rt_run_spec_ok(const ug_kernel *k, const ug_composite *comp, char *why, size_t n);
 /* UBGEN_VARIANT's entries forced on a new context, as ubg_set_variant would */
 UBG_HIDDEN ubg_status rt_env_variants(ubg_ctx *ctx);

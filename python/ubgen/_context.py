@@ -252,7 +252,7 @@ def _tensor_buffer(name, t, want):
 def _buffer(name, value, want):
     """(address, byte size) of a contiguous CPU tensor or array"""
     if hasattr(value, "data_ptr") and hasattr(value, "element_size"):  # a torch tensor
-        if want is not None and str(value.dtype) != "torch." + want.dtype_name:
+        if want is not None and value.dtype is not want.torch_dtype:
             want.refuse(name, value.dtype)
         if value.device.type != "cpu":
             raise ValueError(_NOT_ON_CPU % (name, value.device))
