@@ -75,7 +75,14 @@ test: deps-test
 .PHONY: test-python
 test-python: python-check $(LIB_SO)
 	OMP_WAIT_POLICY=passive UBGEN_LIB=$(CURDIR)/$(LIB_SO) UBGEN_TEST_BUILD=$(BUILD) PYTHONPATH=$(CURDIR)/python \
-	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/python
+	  $(PYTHON) -m pytest -q -p no:cacheprovider -m "not convergence" tests/python
+
+# every patched Hugging Face model family trained against stock (tests
+# marked convergence: a minute's work, kept out of make test's budget)
+.PHONY: test-convergence
+test-convergence: python-check $(LIB_SO)
+	OMP_WAIT_POLICY=passive UBGEN_LIB=$(CURDIR)/$(LIB_SO) UBGEN_TEST_BUILD=$(BUILD) PYTHONPATH=$(CURDIR)/python \
+	  $(PYTHON) -m pytest -q -p no:cacheprovider -m convergence tests/python
 
 # The whole suite again with AddressSanitizer and UndefinedBehaviorSanitizer,
 # in its own build directory: the generator, runtime, references and tests

@@ -1,12 +1,13 @@
 """The yardstick: a training step of a Hugging Face LlamaForCausalLM on the
-CPU, stock against ubgen's kernels patched in by hand as Liger's
-apply_liger_kernel_to_llama patches them (LlamaRMSNorm -> LigerRMSNorm,
-LlamaMLP -> LigerSwiGLUMLP, the causal-LM loss -> the fused linear cross
-entropy on the hidden states). Random init, random tokens; a step is
-forward, backward and an SGD update. Both models start from the same
-weights; the steps alternate, stock then patched, and the median of the
-steps after the first (warm-up) is reported with each one's peak resident
-memory over the step.
+CPU, stock against the same model patched by ubgen.liger's
+apply_liger_kernel_to_llama(model=...) with Liger's defaults (RMSNorm,
+SwiGLU and the causal-LM forward with the fused linear cross entropy;
+RoPE stays transformers' until ubgen has a rotary kernel). Random init,
+random tokens; a step is forward (model(input_ids, labels=...).loss, as a
+trainer calls it), backward and an SGD update. Both models start from the
+same weights; the steps alternate, stock then patched, and the median of
+the steps after the first (warm-up) is reported with each one's peak
+resident memory over the step.
 
     bench_llama.py [--dtype f32|bf16] [--batch B] [--seq T] [--steps N]
                    [--layers L] [--hidden H] [--vocab V]
@@ -22,8 +23,7 @@ import torch
 import common
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
-from ubgen.liger.transformers import (LigerFusedLinearCrossEntropyLoss, LigerRMSNorm,  # noqa: E402
-                                      LigerSwiGLUMLP)
+from ubgen.liger.transformers import apply_liger_kernel_to_llama  # noqa: E402
 
 
 def build(a, dt):
@@ -32,42 +32,19 @@ def build(a, dt):
                       num_hidden_layers=a.layers, num_attention_heads=max(1, a.hidden // 64),
                       num_key_value_heads=max(1, a.hidden // 64), max_position_embeddings=a.seq)
     torch.manual_seed(0)
-    return LlamaForCausalLM(cfg).to(dt), cfg
+    return LlamaForCausalLM(cfg).to(dt).train(), cfg
 
 
-def patch(model, cfg):
-    """ubgen's modules in place of the model's, holding the same weights"""
-    for layer in model.model.layers:
-        mlp = LigerSwiGLUMLP(cfg).to(layer.mlp.gate_proj.weight.dtype)
-        mlp.load_state_dict(layer.mlp.state_dict())
-        layer.mlp = mlp
-        for name in ("input_layernorm", "post_attention_layernorm"):
-            old = getattr(layer, name)
-            norm = LigerRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps).to(old.weight.dtype)
-            norm.load_state_dict(old.state_dict())
-            setattr(layer, name, norm)
-    old = model.model.norm
-    model.model.norm = LigerRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps).to(old.weight.dtype)
-    model.model.norm.load_state_dict(old.state_dict())
+def patch(model):
+    apply_liger_kernel_to_llama(model=model)
     return model
 
 
-def stock_loss(model, ids):
+def loss_of(model, ids):
     return model(input_ids=ids, labels=ids).loss
 
 
-FLCE = LigerFusedLinearCrossEntropyLoss()
-
-
-def patched_loss(model, ids):
-    """the causal-LM loss as Liger's patched forward computes it: the
-    shifted hidden states through the fused linear cross entropy"""
-    h = model.model(input_ids=ids).last_hidden_state
-    H = h.shape[-1]
-    return FLCE(model.lm_head.weight, h[:, :-1, :].reshape(-1, H), ids[:, 1:].reshape(-1))
-
-
-def step(model, loss_of, ids, lr=1e-3):
+def step(model, ids, lr=1e-3):
     t0 = common.time.perf_counter()
     loss = loss_of(model, ids)
     loss.backward()
@@ -90,18 +67,18 @@ def main():
     ap.add_argument("--vocab", type=int, default=32000)
     a = ap.parse_args()
     dt = torch.float32 if a.dtype == "f32" else torch.bfloat16
-    stock, cfg = build(a, dt)
-    patched = patch(copy.deepcopy(stock), cfg)
+    stock, _ = build(a, dt)
+    patched = patch(copy.deepcopy(stock))
     ids = torch.randint(0, a.vocab, (a.batch, a.seq))
     times = {"stock": [], "patched": []}
     peaks = {"stock": [], "patched": []}
     losses = {}
     for i in range(a.steps + 1):
-        for name, model, loss_of in (("stock", stock, stock_loss), ("patched", patched, patched_loss)):
+        for name, model in (("stock", stock), ("patched", patched)):
             holder = {}
 
             def one():
-                holder["t"], holder["loss"] = step(model, loss_of, ids)
+                holder["t"], holder["loss"] = step(model, ids)
 
             peak = common.peak_extra_bytes(one) / 2 ** 20
             if i == 0:

@@ -23,6 +23,17 @@ from .transformers.layer_norm import LigerLayerNorm
 from .transformers.rms_norm import LigerRMSNorm
 from .transformers.swiglu import LigerSwiGLUMLP
 
+
+
+def __getattr__(name):
+    """the patching functions and AutoLigerKernelForCausalLM, from
+    ubgen.liger.transformers (they import transformers on first use)"""
+    from . import transformers as _t
+    if name.startswith("apply_liger_kernel_to_") or name == "AutoLigerKernelForCausalLM":
+        return getattr(_t, name)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+
+
 __all__ = [
     "LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerEmbeddingFunction",
     "LigerFusedLinearCrossEntropyFunction", "LigerRMSNormFunction", "LigerCrossEntropyLoss", "LigerEmbedding",

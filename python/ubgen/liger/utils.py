@@ -11,3 +11,11 @@ def infer_comm_backend():
     if torch.distributed.is_available() and torch.distributed.is_gloo_available():
         return "gloo"
     raise RuntimeError("There is no distributed backend available.")
+
+
+def _available(name):
+    import importlib.util
+    return importlib.util.find_spec(name) is not None
+
+
+PEFT_AVAILABLE = _available("peft")

@@ -1,11 +1,31 @@
-"""liger_kernel.transformers: the Modules."""
+"""liger_kernel.transformers: the Modules, and (imported on first use, since
+they need transformers) the apply_liger_kernel_to_* functions and
+AutoLigerKernelForCausalLM."""
+import importlib
+
 from .cross_entropy import LigerCrossEntropyLoss
 from .experimental.embedding import LigerEmbedding
 from .fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
 from .geglu import LigerGEGLUMLP
 from .layer_norm import LigerLayerNorm
-from .rms_norm import LigerRMSNorm
-from .swiglu import LigerSwiGLUMLP
+from .rms_norm import (LigerRMSNorm, LigerRMSNormForGemma, LigerRMSNormForGemma2, LigerRMSNormForGemma3,
+                       LigerRMSNormForGlm4, LigerRMSNormForOlmo2)
+from .swiglu import (LigerBlockSparseTop2MLP, LigerExperts, LigerFalconH1SwiGLUMLP, LigerPhi3SwiGLUMLP,
+                     LigerQwen3MoeSwiGLUMLP, LigerSwiGLUMLP)
+
+_PATCHING = ["MODEL_TYPE_TO_APPLY_LIGER_FN", "_apply_liger_kernel", "_apply_liger_kernel_to_instance"]
+_LAZY = {"AutoLigerKernelForCausalLM": "auto_model"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module("." + _LAZY[name], __name__), name)
+    if name.startswith("apply_liger_kernel_to_") or name in _PATCHING:
+        return getattr(importlib.import_module(".monkey_patch", __name__), name)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+
 
 __all__ = ["LigerCrossEntropyLoss", "LigerEmbedding", "LigerFusedLinearCrossEntropyLoss", "LigerGEGLUMLP",
-           "LigerLayerNorm", "LigerRMSNorm", "LigerSwiGLUMLP"]
+           "LigerLayerNorm", "LigerRMSNorm", "LigerRMSNormForGemma", "LigerRMSNormForGemma2", "LigerRMSNormForGemma3",
+           "LigerRMSNormForGlm4", "LigerRMSNormForOlmo2", "LigerSwiGLUMLP", "LigerBlockSparseTop2MLP", "LigerExperts",
+           "LigerFalconH1SwiGLUMLP", "LigerPhi3SwiGLUMLP", "LigerQwen3MoeSwiGLUMLP", "AutoLigerKernelForCausalLM"]

@@ -25,3 +25,39 @@ class LigerRMSNorm(torch.nn.Module):
         shape = tuple(self.weight.shape) if self.weight is not None else None
         return (f"weight_shape={shape}, eps={self.variance_epsilon}, offset={self.offset}, "
                 f"in_place={self.in_place}, row_mode={self.row_mode}")
+
+
+class LigerRMSNormForGemma(LigerRMSNorm):
+    """Gemma's norm: x * rstd * (1 + w), computed in f32 (casting "gemma"),
+    w initialised to zeros"""
+
+    def __init__(self, hidden_size, eps=1e-6, offset=1.0, casting_mode="gemma", init_fn="zeros", in_place=True,
+                 row_mode=None):
+        super().__init__(hidden_size, eps, offset, casting_mode, init_fn, in_place, row_mode)
+
+
+class LigerRMSNormForGemma2(LigerRMSNorm):
+    """Gemma 2's norm: Gemma's, its dY kept (the residual stream reads it again)"""
+
+    def __init__(self, hidden_size, eps=1e-6, offset=1.0, casting_mode="gemma", init_fn="zeros", in_place=False,
+                 row_mode=None):
+        super().__init__(hidden_size, eps, offset, casting_mode, init_fn, in_place, row_mode)
+
+
+class LigerRMSNormForGemma3(LigerRMSNorm):
+    """Gemma 3's norm; its first argument is `dim`, as Gemma3RMSNorm's (q_norm, k_norm)"""
+
+    def __init__(self, dim, eps=0.000001, offset=1.0, casting_mode="gemma", init_fn="zeros", in_place=False):
+        super().__init__(dim, eps, offset, casting_mode, init_fn, in_place)
+
+
+class LigerRMSNormForOlmo2(LigerRMSNorm):
+    """OLMo 2's norm: LLaMA's, its dY kept (the norms sit after the blocks)"""
+
+    def __init__(self, hidden_size, eps=1e-6, offset=0.0, casting_mode="llama", init_fn="ones", in_place=False,
+                 row_mode=None):
+        super().__init__(hidden_size, eps, offset, casting_mode, init_fn, in_place, row_mode)
+
+
+class LigerRMSNormForGlm4(LigerRMSNormForOlmo2):
+    """GLM-4's norm: the same settings as OLMo 2's"""
