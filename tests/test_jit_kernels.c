@@ -1,4 +1,4 @@
-/* The JIT for the kernels after RMSNorm (embedding, attn_res, swiglu, geglu, layer_norm): each variant
+/* The JIT for the kernels after RMSNorm (embedding, attn_res, swiglu, geglu, layer_norm, rope): each variant
  * compiled by tcc (every feasible one) and by gcc (a spread sample: gcc
  * takes 0.3 s a variant) gives the built-in variant's bits, on every one of
  * the spec's check cases the variant applies to. The calls go through
@@ -151,3 +151,5 @@ JIT_TESTS(geglu, fwd)
 JIT_TESTS(geglu, bwd)
 JIT_TESTS(layer_norm, fwd)
 JIT_TESTS(layer_norm, bwd)
+JIT_TESTS(rope, fwd)
+JIT_TESTS(rope, bwd)

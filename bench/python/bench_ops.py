@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -42,7 +42,7 @@ def step(forward, grads_of, g_like):
     t0 = time.perf_counter()
     y = forward()
     t1 = time.perf_counter()
-    y.backward(g_like(y))
+    torch.autograd.backward(y, g_like(y))  # y a tensor or a tuple of them
     t2 = time.perf_counter()
     for t in grads_of:
         t.grad = None
@@ -178,6 +178,29 @@ def layer_norm_case(M, H, dt):
     }, None
 
 
+def rope_case(T, dt, Hq=32, Hk=8, D=128):
+    """Liger's benchmark_rope: q, k the transposed views of [1, T, H, D]
+    projections, cos and sin [1, T, D]; torch is transformers' formula"""
+    from ubgen.torch.rope import rope
+    q = torch.randn(1, T, Hq, D, dtype=dt).transpose(1, 2).requires_grad_()
+    k = torch.randn(1, T, Hk, D, dtype=dt).transpose(1, 2).requires_grad_()
+    angle = torch.randn(1, T, D // 2)
+    cos, sin = torch.cat((angle, angle), -1).cos().to(dt), torch.cat((angle, angle), -1).sin().to(dt)
+
+    def half(x):
+        return torch.cat((-x[..., D // 2:], x[..., :D // 2]), dim=-1)
+
+    def torch_rope():
+        c, s = cos.unsqueeze(1), sin.unsqueeze(1)
+        return q * c + half(q) * s, k * c + half(k) * s
+
+    gq, gk = torch.randn(q.shape, dtype=dt), torch.randn(k.shape, dtype=dt)
+    return {
+        "ubgen": lambda: step(lambda: rope(q, k, cos, sin), (q, k), lambda y: (gq, gk)),
+        "torch": lambda: step(torch_rope, (q, k), lambda y: (gq, gk)),
+    }, None
+
+
 OPS = {
     # name: (case(x, dtype), x_name, x_label, x values, quick x values, fixed shape, dtypes)
     "rms_norm": (lambda H, dt: rms_norm_case(2048, H, dt), "H", "hidden size", [1024, 2048, 4096, 8192], [4096],
@@ -197,6 +220,8 @@ OPS = {
               {"bsz": 1, "I": 14336}, ["f32", "bf16"]),
     "layer_norm": (lambda H, dt: layer_norm_case(4096, H, dt), "H", "hidden size", [1024, 2048, 4096, 8192], [4096],
                    {"M": 4096}, ["f32", "bf16"]),
+    "rope": (rope_case, "T", "tokens", [1024, 2048, 4096, 8192], [2048], {"bsz": 1, "Hq": 32, "Hk": 8, "D": 128},
+             ["f32", "bf16"]),
 }
 
 

@@ -106,6 +106,22 @@ UBG_API ubg_status ubg_geglu_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t col
 UBG_API ubg_status ubg_geglu_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dc,
     const void *a, const void *b, void *da, void *db);
 
+/* Rotary position embedding (transformers' apply_rotary_pos_emb, the
+ * rotate-half convention; Liger's LigerRopeFunction), q [bt, hq, d] and
+ * k [bt, hk, d] token-major (a [B, H, T, D] tensor transposed to [B, T, H,
+ * D] is that without a copy), cos and sin [cos_rows, d] with cos_rows =
+ * seq (one row per position, shared by the batch) or bt (one per token):
+ *   fwd: each head's [x1, x2] -> [x1 c_a - x2 s_a, x2 c_b + x1 s_b]
+ *   bwd: the gradients through the transposed rotation
+ * d even, bt whole sequences of seq tokens; q_out may equal q, k_out k, dq
+ * dq_out and dk dk_out. */
+UBG_API ubg_status ubg_rope_fwd(ubg_ctx *, ubg_dtype, int64_t bt, int64_t seq, int64_t cos_rows, int64_t hq,
+    int64_t hk, int64_t d, const void *q, const void *k, const void *cos, const void *sin, void *q_out,
+    void *k_out);
+UBG_API ubg_status ubg_rope_bwd(ubg_ctx *, ubg_dtype, int64_t bt, int64_t seq, int64_t cos_rows, int64_t hq,
+    int64_t hk, int64_t d, const void *dq_out, const void *dk_out, const void *cos, const void *sin, void *dq,
+    void *dk);
+
 UBG_API ubg_status ubg_attn_res_fwd(ubg_ctx *, ubg_dtype, int64_t nblocks, int64_t tokens,
     int64_t dim, const void *v /* [nblocks,tokens,dim] */, const void *w_query,
     const void *w_norm, float eps, void *out /* [tokens,dim] */,

@@ -151,3 +151,20 @@ def class_weights(kind, V):
         w = w + 0.5
         w[torch.randperm(V)[: V // 5]] *= -1
     return w
+
+
+def rope(q, k, cos, sin, unsqueeze_dim=1):
+    """transformers' apply_rotary_pos_emb (rotate-half), q and k rotated
+    by cos and sin on their first cos.shape[-1] columns"""
+    def rotate_half(x):
+        half = x.shape[-1] // 2
+        return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+    if cos.dim() == 2:  # a [T, R] table: one batch
+        cos, sin = cos[None], sin[None]
+    cos, sin, R = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim), cos.shape[-1]
+    out = []
+    for x in (q, k):
+        rot = x[..., :R] * cos + rotate_half(x[..., :R]) * sin
+        out.append(torch.cat((rot, x[..., R:]), dim=-1))
+    return tuple(out)

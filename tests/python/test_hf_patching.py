@@ -91,11 +91,15 @@ def topk_logprobs(model, k=10):
     return torch.topk(torch.log_softmax(logits, -1), k).values
 
 
-def assert_converge(stock, patched, dtype, steps=STEPS):
+def assert_converge(stock, patched, dtype, patch=None, steps=STEPS):
+    """stock trained, then patch() (patching the family's module, which
+    stock shares), then patched trained from the same weights"""
     tol = TOL[dtype]
-    torch.testing.assert_close(train(patched, steps), train(stock, steps), atol=tol["loss"][0],
-                               rtol=tol["loss"][1])
-    torch.testing.assert_close(topk_logprobs(patched), topk_logprobs(stock), atol=tol["logprobs"][0],
+    want_losses, want_logprobs = train(stock, steps), topk_logprobs(stock)
+    if patch:
+        patch()
+    torch.testing.assert_close(train(patched, steps), want_losses, atol=tol["loss"][0], rtol=tol["loss"][1])
+    torch.testing.assert_close(topk_logprobs(patched), want_logprobs, atol=tol["logprobs"][0],
                                rtol=tol["logprobs"][1])
     want = dict(stock.named_parameters())
     for name, p in patched.named_parameters():
@@ -120,28 +124,41 @@ def stock_left(model, fam):
 def test_instance_patch_converges_with_stock(model_type, dtype, restore_transformers):
     stock = make(model_type, dtype)
     patched = copy.deepcopy(stock)
-    mp._apply_liger_kernel_to_instance(patched)
     fam = mp.FAMILIES[model_type]
-    assert stock_left(patched, fam) == []
-    assert {"LigerRMSNorm", fam.mlp_cls.__name__} <= liger_modules(patched)
-    assert liger_modules(stock) == set()
-    assert_converge(stock, patched, dtype)
+
+    def patch():
+        mp._apply_liger_kernel_to_instance(patched)
+        assert stock_left(patched, fam) == []
+        assert {"LigerRMSNorm", fam.mlp_cls.__name__} <= liger_modules(patched)
+        assert liger_modules(stock) == set()
+        modeling = importlib.import_module("transformers.models.%s.modeling_%s" % (fam.module, fam.module))
+        assert (modeling.apply_rotary_pos_emb is mp.liger_rotary_pos_emb) == (fam.no_rope is None)
+
+    assert_converge(stock, patched, dtype, patch)
 
 
 @pytest.mark.parametrize("model_type", FAMILIES)
 def test_class_patch_makes_liger_modules_with_stock_weights(model_type, restore_transformers):
     stock = make(model_type, torch.float32)
-    fn = mp.MODEL_TYPE_TO_APPLY_LIGER_FN[model_type]
-    fn(**({"rope": False} if model_type == "glm4" else {}))
-    patched = make(model_type, torch.float32)
+    initial = {k: v.clone() for k, v in stock.state_dict().items()}
     fam = mp.FAMILIES[model_type]
+    made = {}
+
+    def patch():
+        mp.MODEL_TYPE_TO_APPLY_LIGER_FN[model_type](**({"rope": False} if fam.no_rope else {}))
+        made["model"] = make(model_type, torch.float32)
+
+    want_losses = train(stock, 4)
+    patch()
+    patched = made["model"]
     assert isinstance(_first(patched, fam.norm_cls), fam.norm_cls)
     assert isinstance(_first(patched, fam.mlp_cls), fam.mlp_cls)
-    for (name, a), (_, b) in zip(stock.state_dict().items(), patched.state_dict().items()):
-        assert torch.equal(a, b), name
+    for name, value in patched.state_dict().items():
+        assert torch.equal(value, initial[name]), name
     if model_type != "granite":  # granite keeps its forward (it scales the logits)
         assert type(patched).forward is mp.lce_forward
-    assert_converge(stock, patched, torch.float32, steps=4)
+    tol = TOL[torch.float32]["loss"]
+    torch.testing.assert_close(train(patched, 4), want_losses, atol=tol[0], rtol=tol[1])
 
 
 def _first(model, cls):
@@ -168,6 +185,8 @@ def test_what_cannot_apply_says_why(restore_transformers):
         mp.apply_liger_kernel_to_granite(cross_entropy=False, fused_linear_cross_entropy=True)
     with pytest.raises(NotImplementedError, match="Glm4"):
         mp.apply_liger_kernel_to_glm4(rope=True)
+    with pytest.raises(NotImplementedError, match="Glm4"):
+        mp._apply_liger_kernel("glm4", rope=True)
 
 
 def test_unknown_model_type_patches_nothing(restore_transformers):
@@ -189,10 +208,12 @@ def test_apply_by_model_type_filters_kwargs(restore_transformers):
 
 def test_auto_model_from_config_patches_and_trains(restore_transformers):
     stock = make("qwen3", torch.float32)
+    want_losses = train(stock, 4)
     torch.manual_seed(0)
-    patched = AutoLigerKernelForCausalLM.from_config(mini_config("qwen3"), rope=False)
+    patched = AutoLigerKernelForCausalLM.from_config(mini_config("qwen3"))
     assert {"LigerRMSNorm", "LigerSwiGLUMLP"} <= {type(m).__name__ for m in patched.modules()}
-    assert_converge(stock, patched, torch.float32, steps=4)
+    tol = TOL[torch.float32]["loss"]
+    torch.testing.assert_close(train(patched, 4), want_losses, atol=tol[0], rtol=tol[1])
 
 
 def _patched_llama():

@@ -10,17 +10,17 @@ replacing `liger_kernel` with `ubgen.liger` in an import line is enough.
 """
 from .ops import (LigerAttnResFunction, LigerCrossEntropyFunction, LigerEmbeddingFunction,
                   LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerLayerNormFunction,
-                  LigerRMSNormFunction,
-                  LigerSiLUMulFunction)
+                  LigerRMSNormFunction, LigerRopeFunction, LigerSiLUMulFunction)
 from .transformers.cross_entropy import LigerCrossEntropyLoss
 from .transformers.experimental.embedding import LigerEmbedding
 from .transformers.functional import (CrossEntropyOutput, liger_attn_res, liger_cross_entropy,
                                       liger_fused_linear_cross_entropy, liger_geglu, liger_layer_norm,
-                                      liger_rms_norm, liger_swiglu)
+                                      liger_rms_norm, liger_rope, liger_swiglu)
 from .transformers.geglu import LigerGEGLUMLP
 from .transformers.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
 from .transformers.layer_norm import LigerLayerNorm
 from .transformers.rms_norm import LigerRMSNorm
+from .transformers.rope import liger_rotary_pos_emb
 from .transformers.swiglu import LigerSwiGLUMLP
 
 
@@ -41,4 +41,5 @@ __all__ = [
     "liger_rms_norm", "LigerFusedLinearCrossEntropyLoss", "LigerRMSNorm",
     "LigerSiLUMulFunction", "LigerGELUMulFunction", "LigerSwiGLUMLP", "LigerGEGLUMLP", "liger_swiglu", "liger_geglu",
     "LigerLayerNormFunction", "LigerLayerNorm", "liger_layer_norm",
+    "LigerRopeFunction", "liger_rope", "liger_rotary_pos_emb",
 ]

@@ -13,6 +13,7 @@ from .embedding import Embedding, EmbeddingFunction, embedding
 from .glu import GEGLUMLP, GELUMulFunction, SiLUMulFunction, SwiGLUMLP, geglu, swiglu
 from .layer_norm import LayerNorm, LayerNormFunction, layer_norm
 from .rms_norm import RMSNorm, RMSNormFunction, rms_norm
+from .rope import RopeFunction, rope
 from ._util import empty_cache, pool_bytes, set_pool_limit
 
 __all__ = [
@@ -23,5 +24,6 @@ __all__ = [
     "SiLUMulFunction", "SwiGLUMLP", "swiglu", "GELUMulFunction", "GEGLUMLP", "geglu",
     "LayerNorm", "LayerNormFunction", "layer_norm",
     "RMSNorm", "RMSNormFunction", "rms_norm",
+    "RopeFunction", "rope",
     "empty_cache", "pool_bytes", "set_pool_limit",
 ]

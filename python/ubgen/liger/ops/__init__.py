@@ -7,7 +7,8 @@ from ...torch.glu import GELUMulFunction as LigerGELUMulFunction
 from ...torch.glu import SiLUMulFunction as LigerSiLUMulFunction
 from ...torch.layer_norm import LayerNormFunction as LigerLayerNormFunction
 from ...torch.rms_norm import RMSNormFunction as LigerRMSNormFunction
+from ...torch.rope import RopeFunction as LigerRopeFunction
 
 __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerFusedLinearCrossEntropyFunction",
            "LigerEmbeddingFunction", "LigerGELUMulFunction", "LigerLayerNormFunction", "LigerRMSNormFunction",
-           "LigerSiLUMulFunction"]
+           "LigerRopeFunction", "LigerSiLUMulFunction"]

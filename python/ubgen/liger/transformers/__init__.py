@@ -10,6 +10,7 @@ from .geglu import LigerGEGLUMLP
 from .layer_norm import LigerLayerNorm
 from .rms_norm import (LigerRMSNorm, LigerRMSNormForGemma, LigerRMSNormForGemma2, LigerRMSNormForGemma3,
                        LigerRMSNormForGlm4, LigerRMSNormForOlmo2)
+from .rope import liger_rotary_pos_emb
 from .swiglu import (LigerBlockSparseTop2MLP, LigerExperts, LigerFalconH1SwiGLUMLP, LigerPhi3SwiGLUMLP,
                      LigerQwen3MoeSwiGLUMLP, LigerSwiGLUMLP)
 
@@ -28,4 +29,5 @@ def __getattr__(name):
 __all__ = ["LigerCrossEntropyLoss", "LigerEmbedding", "LigerFusedLinearCrossEntropyLoss", "LigerGEGLUMLP",
            "LigerLayerNorm", "LigerRMSNorm", "LigerRMSNormForGemma", "LigerRMSNormForGemma2", "LigerRMSNormForGemma3",
            "LigerRMSNormForGlm4", "LigerRMSNormForOlmo2", "LigerSwiGLUMLP", "LigerBlockSparseTop2MLP", "LigerExperts",
-           "LigerFalconH1SwiGLUMLP", "LigerPhi3SwiGLUMLP", "LigerQwen3MoeSwiGLUMLP", "AutoLigerKernelForCausalLM"]
+           "LigerFalconH1SwiGLUMLP", "LigerPhi3SwiGLUMLP", "LigerQwen3MoeSwiGLUMLP", "AutoLigerKernelForCausalLM",
+           "liger_rotary_pos_emb"]

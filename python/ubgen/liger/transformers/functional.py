@@ -5,6 +5,7 @@ from typing import Optional
 import torch
 
 from ...torch.attn_res import attn_res
+from ...torch.rope import rope
 from ..ops import (LigerCrossEntropyFunction, LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction,
                    LigerLayerNormFunction, LigerRMSNormFunction, LigerSiLUMulFunction)
 
@@ -65,3 +66,9 @@ def liger_geglu(a, b):
 
 def liger_layer_norm(X, W, B, eps):
     return LigerLayerNormFunction.apply(X, W, B, eps)
+
+
+def liger_rope(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
+    """(q, k) rotated as transformers' apply_rotary_pos_emb: q [B, Hq, T, D],
+    k [B, Hk, T, D], cos and sin [1 or B, T, D]"""
+    return rope(q, k, cos, sin, position_ids, unsqueeze_dim)

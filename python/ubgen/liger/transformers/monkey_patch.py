@@ -2,17 +2,13 @@
 which puts ubgen's modules in place of a Hugging Face model family's own,
 with Liger's names, signatures and defaults.
 
-Called before the model is made, a function replaces the family's classes
-in its transformers module (its RMSNorm, its MLP or experts, the causal
-LM's forward); given model=, it also rebinds the forward of the modules
-that model already has, keeping their weights (a PEFT ModulesToSaveWrapper
-patched on both its copies, as Liger does). One table, FAMILIES, says for
-each family what is replaced and where its modules sit; the functions are
-made from it.
-
-RoPE: ubgen has no rotary kernel yet, so `rope=True` leaves transformers'
-apply_rotary_pos_emb in place and says so once (logging, as Liger reports
-its own gaps)."""
+Called before the model is made, a function replaces what the family's
+transformers module names (its RMSNorm, its MLP or experts,
+apply_rotary_pos_emb, the causal LM's forward); given model=, it also
+rebinds the forward of the modules that model already has, keeping their
+weights (a PEFT ModulesToSaveWrapper patched on both its copies, as Liger
+does). One table, FAMILIES, says for each family what is replaced; the
+functions are made from it."""
 import inspect
 import logging
 from dataclasses import dataclass, field
@@ -25,6 +21,7 @@ from . import swiglu as mlps
 from .functional import liger_cross_entropy
 from .geglu import LigerGEGLUMLP
 from .model.causal_lm import lce_forward
+from .rope import liger_rotary_pos_emb
 
 logger = logging.getLogger(__name__)
 
@@ -73,9 +70,6 @@ FAMILIES = {
     "exaone4": Family("exaone4", "Exaone4", norms.LigerRMSNormForGlm4, _KEEP_DY),
 }
 
-_warned_rope = set()
-
-
 def _bind_method_to_module(module, method_name, new_method):
     """new_method as this module's own method (the class left alone)"""
     module.__dict__[method_name] = new_method.__get__(module, module.__class__)
@@ -122,9 +116,7 @@ def _apply(model_type, model=None, **flags):
         if fam.no_rope:
             raise NotImplementedError("liger_rotary_pos_emb is not available for %s models: %s" % (fam.prefix,
                                                                                                    fam.no_rope))
-        if model_type not in _warned_rope:
-            _warned_rope.add(model_type)
-            logger.warning("ubgen has no RoPE kernel yet: %s keeps transformers' apply_rotary_pos_emb", model_type)
+        modeling.apply_rotary_pos_emb = liger_rotary_pos_emb
     if flags.get("rms_norm"):
         setattr(modeling, fam.prefix + "RMSNorm", fam.norm_cls)
     if flags.get(fam.mlp):
