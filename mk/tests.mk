@@ -75,14 +75,15 @@ test: deps-test
 .PHONY: test-python
 test-python: python-check $(LIB_SO)
 	OMP_WAIT_POLICY=passive UBGEN_LIB=$(CURDIR)/$(LIB_SO) UBGEN_TEST_BUILD=$(BUILD) PYTHONPATH=$(CURDIR)/python \
-	  $(PYTHON) -m pytest -q -p no:cacheprovider -m "not convergence" tests/python
+	  $(PYTHON) -m pytest -q -p no:cacheprovider -m "not integration" tests/python
 
-# every patched Hugging Face model family trained against stock (tests
-# marked convergence: a minute's work, kept out of make test's budget)
-.PHONY: test-convergence
-test-convergence: python-check $(LIB_SO)
+# the tests marked integration: every patched Hugging Face model family
+# trained against stock, and pip install into a fresh environment (a
+# minute's work, kept out of make test's budget)
+.PHONY: test-integration
+test-integration: python-check $(LIB_SO)
 	OMP_WAIT_POLICY=passive UBGEN_LIB=$(CURDIR)/$(LIB_SO) UBGEN_TEST_BUILD=$(BUILD) PYTHONPATH=$(CURDIR)/python \
-	  $(PYTHON) -m pytest -q -p no:cacheprovider -m convergence tests/python
+	  $(PYTHON) -m pytest -q -p no:cacheprovider -m integration tests/python
 
 # The whole suite again with AddressSanitizer and UndefinedBehaviorSanitizer,
 # in its own build directory: the generator, runtime, references and tests
@@ -169,6 +170,13 @@ bench-python: deps-bench python-check $(LIB_SO)
 	  $(BENCH_PY_ARGS)
 	$(PYTHON) bench/python/plot.py $(BUILD)/bench/python/bench_torch.json $(BUILD)/bench/python
 	$(PYTHON) bench/python/plot.py $(BUILD)/bench/python/bench_flce.json $(BUILD)/bench/python
+
+# each patched model family's training step against stock (minutes)
+.PHONY: bench-models
+bench-models: deps-bench python-check $(LIB_SO)
+	@mkdir -p $(BUILD)/bench/python
+	UBGEN_LIB=$(CURDIR)/$(LIB_SO) $(PYTHON) bench/python/bench_models.py --out $(BUILD)/bench/python/bench_models.json \
+	  --plot $(BUILD)/bench/python $(BENCH_MODELS_ARGS)
 
 deps-bench:
 	@sh mk/deps.sh bench

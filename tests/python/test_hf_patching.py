@@ -6,7 +6,7 @@ the final top-k log-probabilities and every final parameter within
 Liger's tolerances. Patching an instance (model=) and patching the
 classes before the model is made are both checked, and the fused-loss
 forward's options against the stock forward's. The 32-step runs are
-marked `convergence` (make test-convergence, a CI stage of its own)."""
+marked `integration` (make test-integration, a CI stage of its own)."""
 import copy
 import importlib
 import inspect
@@ -118,7 +118,7 @@ def stock_left(model, fam):
             if type(m).__name__ in classes and not m._get_name().startswith("Liger")]
 
 
-@pytest.mark.convergence
+@pytest.mark.integration
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
 @pytest.mark.parametrize("model_type", FAMILIES)
 def test_instance_patch_converges_with_stock(model_type, dtype, restore_transformers):

@@ -147,3 +147,47 @@ def test_adding_a_kernel_walks_through_as_written(installed, tmp_path):
     assert re.search(r"softcap_fwd_f32_b\d+@(tcc|gcc): max error", out), out
     assert re.search(r"softcap_fwd_f32_b\d+@aot: max error", out), out
     assert "softcap from Python: softcap_bwd_f32_b" in out, out
+
+
+@pytest.mark.integration
+def test_pip_install_into_a_fresh_venv_trains_a_patched_llama(tmp_path):
+    """pip install . into a new virtual environment (without a pip of its
+    own: torch, transformers, pip and setuptools are this interpreter's,
+    seen through a .pth, so nothing is downloaded; the build tree reused
+    through UBGEN_BUILD), then, from
+    another directory with no UBGEN_LIB or PYTHONPATH, a mini Llama made
+    after apply_liger_kernel_to_llama() trains and its loss falls"""
+    import site
+    venv = tmp_path / "venv"
+    r = subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    py = str(venv / "bin" / "python")
+    purelib = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             capture_output=True, text=True).stdout.strip()
+    with open(os.path.join(purelib, "host_packages.pth"), "w") as f:
+        f.write("\n".join(site.getsitepackages()) + "\n")
+    build = os.environ.get("UBGEN_TEST_BUILD", "build")
+    r = subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", SRC], capture_output=True,
+                       text=True, env=_clean_env(UBGEN_BUILD=build))
+    assert r.returncode == 0, r.stdout + r.stderr
+    script = (
+        "import os, torch, ubgen\n"
+        "from transformers import LlamaConfig, LlamaForCausalLM\n"
+        "from ubgen.liger.transformers import apply_liger_kernel_to_llama\n"
+        "assert ubgen.LIB_PATH.startswith(%r), ubgen.LIB_PATH\n"
+        "apply_liger_kernel_to_llama()\n"
+        "torch.manual_seed(0)\n"
+        "cfg = LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,\n"
+        "                  num_attention_heads=4, num_key_value_heads=2, pad_token_id=0)\n"
+        "model = LlamaForCausalLM(cfg).train()\n"
+        "assert type(model.model.norm).__name__ == 'LigerRMSNorm'\n"
+        "ids = torch.randint(3, 128, (2, 16))\n"
+        "opt = torch.optim.AdamW(model.parameters(), lr=1e-2)\n"
+        "losses = []\n"
+        "for _ in range(5):\n"
+        "    loss = model(input_ids=ids, labels=ids).loss\n"
+        "    loss.backward(); opt.step(); opt.zero_grad(); losses.append(loss.item())\n"
+        "assert losses[-1] < losses[0] - 0.1, losses\n"
+        "print('ok')\n" % (str(venv),))
+    r = subprocess.run([py, "-c", script], cwd=str(tmp_path), capture_output=True, text=True, env=_clean_env())
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
