@@ -148,3 +148,52 @@ def test_empty_and_noncontiguous_inputs():
     assert ut.swiglu(a, a).shape == (0, 8)
     a, b = torch.randn(8, 6).t(), torch.randn(8, 6).t()
     _ref.assert_close(ut.geglu(a, b), gelu_mul(a.double(), b.double(), torch.float32), 1e-5, 1e-5, "geglu of a.t()")
+
+
+def _family_mlps():
+    """(Liger's class for a family, its forward in torch over the same parameters)"""
+    from ubgen.liger.transformers import (LigerBlockSparseTop2MLP, LigerFalconH1SwiGLUMLP, LigerGEGLUMLPForGemma4,
+                                          LigerPhi3SwiGLUMLP)
+    silu, gelu = torch.nn.functional.silu, lambda t: torch.nn.functional.gelu(t, approximate="tanh")
+
+    def phi3(m, x):
+        gate, up = m.gate_up_proj(x).chunk(2, dim=-1)
+        return m.down_proj(silu(gate) * up)
+
+    def falcon(m, x):
+        return m.down_proj(silu(m.gate_proj(x) * m.gate_multiplier) * m.up_proj(x)) * m.down_multiplier
+
+    return [(LigerPhi3SwiGLUMLP, {}, phi3),
+            (LigerBlockSparseTop2MLP, {}, lambda m, x: m.w2(silu(m.w1(x)) * m.w3(x))),
+            (LigerFalconH1SwiGLUMLP, {"mlp_multipliers": [0.7, 1.3]}, falcon),
+            (LigerGEGLUMLPForGemma4, {}, lambda m, x: m.down_proj(gelu(m.gate_proj(x)) * m.up_proj(x)))]
+
+
+@pytest.mark.parametrize("index", range(4), ids=["phi3", "block_sparse_top2", "falcon_h1", "gemma4"])
+def test_family_mlps_against_their_torch_forward(index):
+    cls, extra, forward = _family_mlps()[index]
+    config = types.SimpleNamespace(hidden_size=48, intermediate_size=80, hidden_act="silu", **extra)
+    mlp = cls(config)
+    x = torch.randn(3, 7, 48)
+    x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
+    dy = torch.randn(3, 7, 48)
+    mlp(x1).backward(dy)
+    got = [p.grad.clone() for p in mlp.parameters()]
+    mlp.zero_grad()
+    y = forward(mlp, x2)
+    y.backward(dy)
+    _ref.assert_close(mlp(x), y, 1e-5, 1e-5, "y")
+    _ref.assert_close(x1.grad, x2.grad, 1e-5, 1e-5, "dx")
+    for g, p in zip(got, mlp.parameters()):
+        _ref.assert_close(g, p.grad, 1e-5, 1e-5, "d" + str(tuple(p.shape)))
+
+
+def test_gemma4_mlp_is_double_wide_where_the_kv_cache_is_reused():
+    from ubgen.liger.transformers import LigerGEGLUMLPForGemma4
+    by_modes = types.SimpleNamespace(hidden_size=8, intermediate_size=16, use_double_wide_mlp=True,
+                                     kv_sharing_modes=["own", "own", "reuse"])
+    by_count = types.SimpleNamespace(hidden_size=8, intermediate_size=16, use_double_wide_mlp=True,
+                                     num_hidden_layers=4, num_kv_shared_layers=1)
+    assert [LigerGEGLUMLPForGemma4(by_modes, i).intermediate_size for i in range(3)] == [16, 16, 32]
+    assert [LigerGEGLUMLPForGemma4(by_count, i).intermediate_size for i in range(4)] == [16, 16, 16, 32]
+    assert LigerGEGLUMLPForGemma4(by_count).up_proj.out_features == 16

@@ -6,7 +6,7 @@ import importlib
 from .cross_entropy import LigerCrossEntropyLoss
 from .experimental.embedding import LigerEmbedding
 from .fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
-from .geglu import LigerGEGLUMLP
+from .geglu import LigerGEGLUMLP, LigerGEGLUMLPForGemma4
 from .layer_norm import LigerLayerNorm
 from .rms_norm import (LigerRMSNorm, LigerRMSNormForGemma, LigerRMSNormForGemma2, LigerRMSNormForGemma3,
                        LigerRMSNormForGlm4, LigerRMSNormForOlmo2)
@@ -27,6 +27,7 @@ def __getattr__(name):
 
 
 __all__ = ["LigerCrossEntropyLoss", "LigerEmbedding", "LigerFusedLinearCrossEntropyLoss", "LigerGEGLUMLP",
+           "LigerGEGLUMLPForGemma4",
            "LigerLayerNorm", "LigerRMSNorm", "LigerRMSNormForGemma", "LigerRMSNormForGemma2", "LigerRMSNormForGemma3",
            "LigerRMSNormForGlm4", "LigerRMSNormForOlmo2", "LigerSwiGLUMLP", "LigerBlockSparseTop2MLP", "LigerExperts",
            "LigerFalconH1SwiGLUMLP", "LigerPhi3SwiGLUMLP", "LigerQwen3MoeSwiGLUMLP", "AutoLigerKernelForCausalLM",
