@@ -9,6 +9,7 @@ rebinds the forward of the modules that model already has, keeping their
 weights (a PEFT ModulesToSaveWrapper patched on both its copies, as Liger
 does). One table, FAMILIES, says for each family what is replaced; the
 functions are made from it."""
+import importlib
 import inspect
 import logging
 from dataclasses import dataclass, field
@@ -98,19 +99,10 @@ def _patch_rms_norm_module(module, offset=0.0, eps=1e-6, casting_mode="llama", i
             in_place=in_place, row_mode=row_mode)
 
 
-def _patch_swiglu_module(module, liger_module):
-    _rebind(module, liger_module)
-
-
-def _patch_geglu_module(module):
-    _rebind(module, LigerGEGLUMLP)
-
-
 def _apply(model_type, model=None, **flags):
     fam = FAMILIES[model_type]
     if flags.get("cross_entropy") and flags.get("fused_linear_cross_entropy"):
         raise AssertionError("cross_entropy and fused_linear_cross_entropy cannot both be True.")
-    import importlib
     modeling = importlib.import_module("transformers.models.%s.modeling_%s" % (fam.module, fam.module))
     if flags.get("rope"):
         if fam.no_rope:
