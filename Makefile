@@ -8,8 +8,6 @@
 #   make UB=256KiB       the UB budget the built-in kernels are emitted for
 #   make UBGEN_AOT=0     a library without built-in kernels: every variant through the JIT
 #   make ONEDNN=         without oneDNN (default: with it when it links: ubg_flce's GEMMs then run on it)
-#   make BLAS=           without OpenBLAS (default: with it when it links: ubg_flce may then run its
-#                        GEMMs with OpenBLAS where `ubgen tune flce.chunk` finds it faster)
 #   make BUILD=build-lean TUNED=build/tuning.json
 #                        a lean library: only the tuned variants and the default choices built in
 #                        (ubgen emit --tuned); any other variant a call needs goes through the JIT
@@ -24,13 +22,9 @@ BUILD   ?= build
 MARCH   ?= native
 UB      ?= 196608
 UBGEN_AOT ?= 1
-# OpenBLAS when a program using it compiles and links here (make test and
-# make run install libopenblas-dev first, then build in a sub-make)
-ifeq ($(origin BLAS),undefined)
-BLAS    := $(shell printf '\043include <cblas.h>\nint main(void) { cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 1); return 0; }\n' | \
-             $(CC) -x c - -lopenblas -o /dev/null >/dev/null 2>&1 && echo openblas)
-endif
-# oneDNN likewise (ubg_flce's GEMMs by default where it is linked)
+# oneDNN when a program using it compiles and links here (make test and
+# make run install libdnnl-dev first, then build in a sub-make): ubg_flce's
+# GEMMs by default where it is linked
 ifeq ($(origin ONEDNN),undefined)
 ONEDNN  := $(shell printf '\043include <oneapi/dnnl/dnnl.h>\nint main(void) { dnnl_engine_t e; return dnnl_engine_create(&e, dnnl_cpu, 0) != dnnl_success; }\n' | \
              $(CC) -x c - -ldnnl -o /dev/null >/dev/null 2>&1 && echo onednn)
@@ -59,12 +53,6 @@ LIBFLAGS := $(BASE) -fvisibility=hidden -fopenmp -DUBGEN_SOURCE_DIR='"$(CURDIR)"
 KOPT     ?= -O3
 KFLAGS   := -std=c11 $(KOPT) -march=$(MARCH) -ffp-contract=off -fno-math-errno -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-function
 LDLIBS   := -ljansson -ltcc -ldl -lm -lpthread
-ifeq ($(BLAS),openblas)
-LIBFLAGS += -DUBG_HAVE_OPENBLAS
-LDLIBS   += -lopenblas
-else ifneq ($(BLAS),)
-$(error BLAS=$(BLAS): the only optional BLAS is openblas)
-endif
 ifeq ($(ONEDNN),onednn)
 LIBFLAGS += -DUBG_HAVE_ONEDNN
 LDLIBS   += -ldnnl
@@ -122,12 +110,7 @@ $(BUILD)/obj/gen/%.o: gen/%.c $(HEADERS)
 $(BUILD)/obj/runtime/%.o: runtime/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(LIBFLAGS) $(CFLAGS) -c $< -o $@
-# switching BLAS or ONEDNN rebuilds the files that use them
-$(BUILD)/obj/runtime/routine_gemm.o: $(BUILD)/blas-$(BLAS).flag
-$(BUILD)/blas-$(BLAS).flag:
-	@mkdir -p $(@D)
-	@rm -f $(BUILD)/blas-*.flag
-	@touch $@
+# switching ONEDNN rebuilds the files that use it
 $(BUILD)/obj/runtime/gemm_onednn.o: $(BUILD)/onednn-$(ONEDNN).flag
 $(BUILD)/onednn-$(ONEDNN).flag:
 	@mkdir -p $(@D)
@@ -208,7 +191,7 @@ install: all
 	install -m 644 runtime/include/ubgen.h $(DESTDIR)$(PREFIX)/include/ubgen.h
 	install -m 644 templates/ubgen_ref.h $(DESTDIR)$(PREFIX)/include/ubgen_ref.h
 	install -m 644 runtime/ubgen_aot.h $(DESTDIR)$(PREFIX)/include/ubgen_aot.h
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@BLAS_LIBS@|$(if $(BLAS),-lopenblas) $(if $(ONEDNN),-ldnnl)|' mk/ubgen.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@GEMM_LIBS@|$(if $(ONEDNN),-ldnnl)|' mk/ubgen.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/ubgen.pc
 	install -m 644 $(SPECS) $(SPEC_REFS) $(DESTDIR)$(PREFIX)/share/ubgen/specs/
 	install -m 644 $(TEMPLATES) $(DESTDIR)$(PREFIX)/share/ubgen/templates/

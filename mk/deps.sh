@@ -1,20 +1,20 @@
 #!/bin/sh
 # Installs the Debian packages ubgen needs, when they are missing.
 # As root it runs apt-get; otherwise it prints the line to run and fails.
-#   sh mk/deps.sh build   the library and the command (with oneDNN and OpenBLAS: ubg_flce's GEMMs)
+#   sh mk/deps.sh build   the library and the command (with oneDNN: ubg_flce's GEMMs)
 #   sh mk/deps.sh test    also the test framework and venv, for the Python environment
 #                         (mk/venv.sh installs torch and the rest from PyPI)
-#   sh mk/deps.sh bench   also venv, as for test
+#   sh mk/deps.sh bench   also venv, as for test, and OpenBLAS (bench_flce's baseline)
 #   sh mk/deps.sh fuzz    also clang, its libFuzzer/sanitizer runtimes and OpenMP headers
 #                         (make test-cc2 compiles the library with clang)
 #   sh mk/deps.sh valgrind  the test packages and valgrind (make test-valgrind)
 set -eu
-need="gcc make pkg-config libjansson-dev libtcc-dev libdnnl-dev libopenblas-dev"
+need="gcc make pkg-config libjansson-dev libtcc-dev libdnnl-dev"
 case "${1:-build}" in
   test) need="$need libcriterion-dev python3-venv" ;;
-  bench) need="$need python3-venv" ;;
+  bench) need="$need python3-venv libopenblas-dev" ;;
   fuzz) need="$need clang libclang-rt-14-dev libomp-14-dev" ;;
-  valgrind) need="$need libcriterion-dev libopenblas-dev valgrind" ;;
+  valgrind) need="$need libcriterion-dev valgrind" ;;
 esac
 missing=""
 for p in $need; do

@@ -9,7 +9,7 @@
 #   sh mk/second-compiler.sh CC KERNEL_DIR MARCH
 set -eu
 cc=$1 src=$2 march=$3
-libflags="-std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wshadow -Wno-unused-parameter -fopenmp -DUBG_HAVE_OPENBLAS -DUBG_HAVE_ONEDNN
+libflags="-std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wshadow -Wno-unused-parameter -fopenmp -DUBG_HAVE_ONEDNN
   -DUBGEN_SOURCE_DIR=\"x\" -DUBGEN_JIT_MARCH=\"native\" -DUBGEN_VERSION=\"0\""
 kflags="-std=c11 -O0 -ffp-contract=off -fno-math-errno -fPIC -Wall -Wextra -Wno-unused-function -Wno-psabi -Iruntime"
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT

@@ -40,26 +40,16 @@ $(BUILD)/tests/%: tests/%.c $(REF_OBJS) $(TKLIST) $(LIB_A) $(HEADERS) $$(TEST_SR
 	  $(LDLIBS) -o $@
 
 # A library built with UBGEN_AOT=0 (no built-in kernels) must serve every
-# op through the JIT: built beside the main one, checked by its own test.
+# op through the JIT, and one without oneDNN its GEMMs on the generated
+# kernels: both in one, built beside the main one, checked by its own test.
 NOAOT := $(BUILD)/noaot
 $(NOAOT)/lib/libubgen.a: $(SPECS) $(TEMPLATES) $(wildcard gen/*.c runtime/*.c templates/*.c) $(HEADERS)
-	$(MAKE) BUILD=$(NOAOT) KBUILD=$(NOAOT) UBGEN_AOT=0 BLAS= $(NOAOT)/lib/libubgen.a
+	$(MAKE) BUILD=$(NOAOT) KBUILD=$(NOAOT) UBGEN_AOT=0 ONEDNN= $(NOAOT)/lib/libubgen.a
 $(BUILD)/tests/noaot_test: tests/noaot/test_noaot.c $(NOAOT)/lib/libubgen.a $(REF_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) $(CFLAGS) $< $(REF_OBJS) $(NOAOT)/lib/libubgen.a -lcriterion $(LDLIBS) -o $@
 
-# ubg_flce's OpenBLAS GEMMs tested whatever BLAS the library was built with:
-# op_flce.c compiled with them, linked ahead of libubgen.a's copy
-$(BUILD)/obj/runtime-blas/op_flce.o: runtime/op_flce.c $(HEADERS)
-	@mkdir -p $(@D)
-	$(CC) $(LIBFLAGS) $(CFLAGS) -DUBG_HAVE_OPENBLAS -c $< -o $@
-$(BUILD)/tests/flce_openblas_test: tests/blas/test_flce_openblas.c $(BUILD)/obj/runtime-blas/op_flce.o $(REF_OBJS) \
-                                   $(LIB_A) $(HEADERS)
-	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) $(CFLAGS) $< $(BUILD)/obj/runtime-blas/op_flce.o $(REF_OBJS) $(LIB_A) -lcriterion $(LDLIBS) \
-	  -lopenblas -o $@
-
-test-build: $(TEST_BINS) $(UBGEN) $(BUILD)/tests/noaot_test $(BUILD)/tests/flce_openblas_test
+test-build: $(TEST_BINS) $(UBGEN) $(BUILD)/tests/noaot_test
 
 # Criterion runs the tests of a binary in parallel (one process each).
 # OMP_WAIT_POLICY=passive: with two such processes on two cores, each
@@ -67,7 +57,7 @@ test-build: $(TEST_BINS) $(UBGEN) $(BUILD)/tests/noaot_test $(BUILD)/tests/flce_
 # holds (test_inputs took 16 s instead of 1, the suite 175 s instead of 110).
 test: deps-test
 	$(MAKE) -j$(NPROC) all test-build
-	@set -e; export OMP_WAIT_POLICY=passive UBGEN_TEST_PYTHON=$(PYTHON); for t in $(TEST_BINS) $(BUILD)/tests/noaot_test $(BUILD)/tests/flce_openblas_test; do echo "== $$t"; $$t --jobs 2 --short-filename; done
+	@set -e; export OMP_WAIT_POLICY=passive UBGEN_TEST_PYTHON=$(PYTHON); for t in $(TEST_BINS) $(BUILD)/tests/noaot_test; do echo "== $$t"; $$t --jobs 2 --short-filename; done
 	@echo "all test binaries passed"
 	$(if $(findstring -fsanitize,$(CFLAGS)),@echo "the Python tests are not run on a sanitized library (ctypes cannot load it)",$(MAKE) test-python)
 
@@ -147,7 +137,7 @@ test-valgrind: deps-valgrind
 	  CFLAGS='-O2 -g -DTC_VALGRIND -DTC_REDUCED=8 -DTC_TIME_SCALE=40' all test-build
 	@rm -rf $(VG_LOGS) && mkdir -p $(VG_LOGS)
 	@set -e; export OMP_WAIT_POLICY=passive; \
-	for t in $(TEST_BINS:$(BUILD)/%=$(VG_BUILD)/%) $(VG_BUILD)/tests/noaot_test $(VG_BUILD)/tests/flce_openblas_test; do \
+	for t in $(TEST_BINS:$(BUILD)/%=$(VG_BUILD)/%) $(VG_BUILD)/tests/noaot_test; do \
 	  echo "== valgrind $$t"; \
 	  valgrind $(VG_OPTS) $$t --jobs $(NPROC) --short-filename || { $(VG_ERRORS) | xargs -r cat; exit 1; }; \
 	done

@@ -90,14 +90,14 @@ const ug_composite *rt_composite_spec(const ubg_ctx *ctx, const rt_composite *c,
   return comp;
 }
 
-/* a named axis's values, "generated, onednn, openblas" */
+/* a named axis's values, "generated, onednn" */
 static void put_values(ug_buf *b, const ug_comp_axis *a) {
   for (int v = 0; v < a->nvalues; v++) ug_buf_printf(b, "%s%s", v ? ", " : "", a->values[v]);
 }
 
-/* The spellings of comp's variants as a message lists them: "chunk=N,
- * chunk=N,gemm=onednn and chunk=N,gemm=openblas, N from 1 to 1073741824;
- * gemm=B (generated, onednn, openblas) forces the gemm axis alone" */
+/* The spellings of comp's variants as a message lists them: "chunk=N and
+ * chunk=N,gemm=onednn, N from 1 to 1073741824; gemm=B (generated, onednn)
+ * forces the gemm axis alone" */
 static void describe_variants(const ug_composite *comp, ug_buf *b) {
   const ug_comp_axis *a0 = &comp->axes[0];
   char head[80];

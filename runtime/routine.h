@@ -33,7 +33,7 @@ typedef struct {
 } rt_routine_call;
 
 typedef struct rt_routine {
-  const char *name; /* "gemm.openblas" */
+  const char *name; /* "gemm.onednn" */
   size_t state_bytes;
   /* NULL, or why it cannot run in this build or on this CPU */
   const char *(*missing)(void);
@@ -56,7 +56,7 @@ typedef struct rt_routine {
 
 /* the routines, listed in routines.c (a table, not constructors: a static
  * link keeps only the objects something names) */
-UBG_HIDDEN extern const rt_routine rt_routine_zero, rt_routine_store, rt_routine_convert, rt_routine_ce_rows, rt_routine_gemm_openblas,
+UBG_HIDDEN extern const rt_routine rt_routine_zero, rt_routine_store, rt_routine_convert, rt_routine_ce_rows,
     rt_routine_gemm_onednn;
 UBG_HIDDEN const rt_routine *rt_routine_find(const char *name);
 

@@ -1,5 +1,5 @@
-/* gemm.onednn and gemm.openblas: a GEMM with its epilogues on a library, for a
- * composite step whose named axis picks one instead of a generated pass.
+/* gemm.onednn: a GEMM with its epilogues on oneDNN's matmul, for a
+ * composite step whose named axis picks it instead of a generated pass.
  *
  *   c [m, n] (+)= op(a) [m, k] op(b) [k, n]   (beta = 1: +=)
  *     op(a) = a [m, k], or with a_t = 1 the transpose of a [k, m]
@@ -12,23 +12,14 @@
  *
  * c is f32, or of the call's dtype (the product summed in f32, rounded once);
  * a is f32 or the dtype, b the dtype. oneDNN runs f32 and bf16 (and f16
- * where the linked library can: runtime/gemm_onednn.h), OpenBLAS f32
- * (sgemm). m = 0 or k = 0 writes nothing. */
+ * where the linked library can: runtime/gemm_onednn.h). m = 0 or k = 0
+ * writes nothing. */
 #include <stdio.h>
 #include <string.h>
 
 #include "../templates/prelude.h"
 #include "gemm_onednn.h"
 #include "routine.h"
-#ifdef UBG_HAVE_OPENBLAS
-#include <cblas.h>
-#endif
-
-#ifdef UBG_HAVE_OPENBLAS
-static const bool have_openblas = true;
-#else
-static const bool have_openblas = false;
-#endif
 
 typedef struct {
   int64_t m, n, k;
@@ -95,14 +86,6 @@ static void add_into(void *dst, const float *src, int64_t n, ubg_dtype dt, int t
   }
 }
 
-/* c += bias on each of its m rows (c f32 [m, n]) */
-static void add_bias(const gemm *g, float *c, ubg_dtype dt, int threads) {
-  if (!g->bias) return;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < g->m; i++)
-    for (int64_t v = 0; v < g->n; v++) c[i * g->n + v] += load(g->bias, v, dt);
-}
-
 /* sums [m] += sum over k of op(sums_of), else of op(a) (f32, or of the dtype dt), in k order */
 static void column_sums(const gemm *g, float *sums, ubg_dtype dt) {
   const void *a = g->sums_of ? g->sums_of : g->a;
@@ -127,8 +110,6 @@ static void epilogue_sums(const gemm *g, float *sums, ubg_dtype dt, int threads)
 
 /* n bytes in whole 64-byte lines */
 static size_t lines(size_t n) { return (n + 63) / 64 * 64; }
-
-/* ---- oneDNN: f32, bf16 ---- */
 
 /* the library's GEMM into c (f32 or the dtype) or c_sum; a_lo: a in the
  * dtype where a is f32 and the call's dtype is not */
@@ -193,47 +174,3 @@ const rt_routine rt_routine_gemm_onednn = {.name = "gemm.onednn",
                                  .runs = rt_dnnl_runs,
                                  .scratch = onednn_scratch,
                                  .run = onednn_run};
-
-/* ---- OpenBLAS: f32 ---- */
-
-static const char *openblas_missing(void) {
-  return have_openblas ? NULL : "this library was built without OpenBLAS";
-}
-static bool openblas_runs(ubg_dtype dt) { return dt == UBG_F32; }
-
-static ubg_status openblas_begin(rt_routine_call *c) {
-  const gemm g = bound(c);
-  if (g.m > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX)
-    return rt_fail(c->ctx, UBG_EINVAL, "%s: gemm.openblas: m = %lld, n = %lld, k = %lld, above OpenBLAS's int", c->what,
-                   (long long)g.m, (long long)g.n, (long long)g.k);
-  return UBG_OK;
-}
-
-static ubg_status openblas_run(rt_routine_call *c) {
-  snprintf(c->variant, sizeof c->variant, "openblas");
-  const gemm g = bound(c);
-  if (g.m == 0 || g.k == 0) return UBG_OK;
-#ifdef UBG_HAVE_OPENBLAS
-  if (g.c)
-    cblas_sgemm(CblasRowMajor, g.a_t ? CblasTrans : CblasNoTrans, g.b_t ? CblasTrans : CblasNoTrans, (int)g.m, (int)g.n,
-                (int)g.k, 1.0f, g.a, (int)(g.a_t ? g.m : g.k), g.b, (int)(g.b_t ? g.k : g.n), g.beta ? 1.0f : 0.0f,
-                g.c, (int)g.n);
-#endif
-  if (g.c) add_bias(&g, g.c, c->dtype, c->threads);
-  epilogue_sums(&g, c->scratch, c->dtype, c->threads);
-  return UBG_OK;
-}
-
-static size_t openblas_scratch(const rt_routine_call *c) {
-  const gemm g = bound(c);
-  return g.colsum_sum ? lines((size_t)g.m * 4) : 0;
-}
-
-const rt_routine rt_routine_gemm_openblas = {.name = "gemm.openblas",
-                                   .missing = openblas_missing,
-                                   .writes = gemm_writes,
-                                   .check = gemm_check,
-                                   .runs = openblas_runs,
-                                   .scratch = openblas_scratch,
-                                   .begin = openblas_begin,
-                                   .run = openblas_run};

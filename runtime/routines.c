@@ -9,9 +9,8 @@
 #include "../templates/prelude.h"
 #include "routine.h"
 
-static const rt_routine *const routines[] = {&rt_routine_zero,           &rt_routine_store,
-                                             &rt_routine_convert,        &rt_routine_ce_rows,
-                                             &rt_routine_gemm_onednn,    &rt_routine_gemm_openblas};
+static const rt_routine *const routines[] = {&rt_routine_zero,    &rt_routine_store,  &rt_routine_convert,
+                                             &rt_routine_ce_rows, &rt_routine_gemm_onednn};
 
 const rt_routine *rt_routine_find(const char *name) {
   for (size_t i = 0; name && i < sizeof routines / sizeof routines[0]; i++)

@@ -1445,8 +1445,8 @@ Test(flce_refuses, overlapping_outputs, .init = fx_setup, .fini = fx_teardown) {
 }
 
 /* the GEMMs forced from the environment: a misspelt backend is refused
- * when the context is made (a build without OpenBLAS refusing "openblas"
- * is in tests/noaot; its OpenBLAS side in tests/blas) */
+ * when the context is made (a build without oneDNN refusing "onednn" is in
+ * tests/noaot) */
 Test(flce_refuses, gemm_backend_setting) {
   setenv("UBGEN_VARIANT", "flce.chunk=gemm=cublas", 1);
   ubg_ctx *ctx = NULL;

@@ -13,7 +13,7 @@ and BT 1024, H 512, V 32000 (--quick: the last and BT 1024 at H 4096, V
 count; ubgen's default follows it), interleaved repetition by repetition;
 speed is the median of the repetitions (20th and 80th percentiles kept).
 --variants adds ubgen with flce.chunk forced to each name (for example
-gemm=generated, chunk=512,gemm=amx). Memory, after every timing (each
+gemm=generated, chunk=512,gemm=onednn). Memory, after every timing (each
 large block fresh from the kernel, common.memory_mode): the resident
 memory a full step adds at its peak less the gradients dx and dW, which
 both must hold. Writes Liger's JSON format (plot.py draws it)."""

@@ -57,7 +57,7 @@ UBG_API const char *ubg_ctx_last_variant(const ubg_ctx *ctx); /* variant of the 
 UBG_API const char *ubg_status_str(ubg_status s);
 /* force a variant for kernel.pass (NULL: automatic again); UBG_EUB if it does not fit.
  * ubg_flce's chunk and GEMMs are the variants of "flce", "chunk": "chunk=N" or
- * "chunk=N,gemm=onednn" or "chunk=N,gemm=openblas" (f32), or "gemm=B" for the
+ * "chunk=N,gemm=onednn", or "gemm=B" (generated, onednn) for the
  * GEMMs alone (over the tuning DB). $UBGEN_VARIANT forces them at ubg_ctx_create. */
 UBG_API ubg_status  ubg_set_variant(ubg_ctx *ctx, const char *kernel, const char *pass, const char *variant);
 /* get a variant's code ready now (built in, or compiled by the context's

@@ -1,6 +1,6 @@
-/* Linked with a libubgen built by `make UBGEN_AOT=0 BLAS=`: no kernel is
+/* Linked with a libubgen built by `make UBGEN_AOT=0 ONEDNN=`: no kernel is
  * built in, the specs are (in the registry), and every op runs through the
- * JIT (tcc here) with the same results as the reference; and no OpenBLAS. */
+ * JIT (tcc here) with the same results as the reference; and no oneDNN. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -63,12 +63,12 @@ Test(noaot, embedding_and_attn_res_are_compiled_and_right) {
 }
 
 /* FLCE: its four passes (three GEMMs and the cross entropy) compiled on
- * first use, the whole call against the double reference */
+ * first use, the whole call against the double reference; the GEMMs are the
+ * generated ones by default, as oneDNN is not there */
 #include "../ref/flce_ref.h"
 Test(noaot, flce_is_compiled_and_right) {
   ubg_ctx *ctx;
   cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
-  cr_assert_eq(ubg_set_variant(ctx, "flce", "chunk", "gemm=generated"), UBG_OK, "%s", ubg_ctx_error(ctx));
   enum { BT = 9, H = 24, V = 70 };
   float *x = tc_tensor(REF_F32, BT * H, 0, 1, 7), *w = tc_tensor(REF_F32, V * H, 0, 0.2, 8);
   int64_t target[BT] = {3, 69, 0, -100, 12, 12, 40, 5, 66};
@@ -91,18 +91,18 @@ Test(noaot, flce_is_compiled_and_right) {
   free(x), free(w);
 }
 
-/* without OpenBLAS, asking ubg_flce for it is refused by name: from
+/* without oneDNN, asking ubg_flce for it is refused by name: from
  * UBGEN_VARIANT when the context is made, and by ubg_set_variant */
-Test(noaot, flce_refuses_openblas_in_a_build_without_it) {
-  setenv("UBGEN_VARIANT", "flce.chunk=gemm=openblas", 1);
+Test(noaot, flce_refuses_onednn_in_a_build_without_it) {
+  setenv("UBGEN_VARIANT", "flce.chunk=gemm=onednn", 1);
   ubg_ctx *ctx = NULL;
   cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_ENOTFOUND);
   unsetenv("UBGEN_VARIANT");
-  cr_assert(strstr(ubg_ctx_error(NULL), "gemm=openblas, but this library was built without OpenBLAS"), "%s",
+  cr_assert(strstr(ubg_ctx_error(NULL), "gemm=onednn, but this library was built without oneDNN"), "%s",
             ubg_ctx_error(NULL));
   cr_assert_eq(ubg_ctx_create(NULL, &ctx), UBG_OK, "%s", ubg_ctx_error(NULL));
   /* nor can it be forced by name */
-  cr_assert_eq(ubg_set_variant(ctx, "flce", "chunk", "chunk=8,gemm=openblas"), UBG_ENOTFOUND);
-  cr_assert(strstr(ubg_ctx_error(ctx), "built without OpenBLAS"), "%s", ubg_ctx_error(ctx));
+  cr_assert_eq(ubg_set_variant(ctx, "flce", "chunk", "chunk=8,gemm=onednn"), UBG_ENOTFOUND);
+  cr_assert(strstr(ubg_ctx_error(ctx), "built without oneDNN"), "%s", ubg_ctx_error(ctx));
   ubg_ctx_destroy(ctx);
 }
