@@ -2,7 +2,8 @@
 # variant enumeration and the default strategy), the template renderer and a composite op run,
 # built with clang's libFuzzer, AddressSanitizer and UndefinedBehaviorSanitizer
 # (Debian: clang, libclang-rt-14-dev).
-#   make fuzz FUZZ_SECONDS=600      each target for that long (-j2: two at a time);
+#   make fuzz FUZZ_SECONDS=600      each target for that long (-j2: two at a time),
+#                                   then the composite target for its runs (below);
 #                                   a crash stops make and leaves the input in
 #                                   build/fuzz/crash-<target>-*
 #   make fuzz-regress               every seed and every kept crash input
@@ -47,10 +48,23 @@ $(BUILD)/fuzz/fuzz_composite: fuzz/fuzz_composite.c $(FUZZ_OBJS) $(FUZZ_RT_OBJS)
 
 fuzz-build: deps-fuzz $(FUZZ_BINS)
 
-# each target one job: make -j2 fuzz runs two at a time (libFuzzer uses one core)
-FUZZ_RUNS := $(FUZZ_TARGETS:%=fuzz-run-%)
-.PHONY: $(FUZZ_RUNS)
-fuzz: $(FUZZ_RUNS)
+# each target one job: make -j2 fuzz runs two at a time (libFuzzer uses one
+# core). The composite target is held to a count of inputs instead, a
+# million in all by default: two processes of FUZZ_COMPOSITE_RUNS each (a
+# seed apiece, one corpus), after the timed ones.
+FUZZ_TIMED := $(filter-out composite,$(FUZZ_TARGETS))
+FUZZ_RUNS := $(FUZZ_TIMED:%=fuzz-run-%)
+FUZZ_COMPOSITE_RUNS ?= 500000
+FUZZ_COMPOSITE := fuzz-run-composite-1 fuzz-run-composite-2
+.PHONY: $(FUZZ_RUNS) $(FUZZ_COMPOSITE)
+fuzz: $(FUZZ_RUNS) $(FUZZ_COMPOSITE)
+$(FUZZ_COMPOSITE): fuzz-run-composite-%: fuzz-build | $(FUZZ_RUNS)
+	@mkdir -p $(BUILD)/fuzz/corpus-composite
+	@echo "== fuzz_composite ($*) for $(FUZZ_COMPOSITE_RUNS) inputs"
+	@$(BUILD)/fuzz/fuzz_composite -runs=$(FUZZ_COMPOSITE_RUNS) -seed=$* -timeout=10 -rss_limit_mb=2048 \
+	  -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/crash-composite- $(BUILD)/fuzz/corpus-composite \
+	  tests/fuzz/composite > $(BUILD)/fuzz/log-composite-$* 2>&1 || { cat $(BUILD)/fuzz/log-composite-$*; exit 1; }
+	@tail -n 12 $(BUILD)/fuzz/log-composite-$*
 $(FUZZ_RUNS): fuzz-run-%: fuzz-build
 	@mkdir -p $(BUILD)/fuzz/corpus-$*
 	@echo "== fuzz_$* for $(FUZZ_SECONDS) s"
