@@ -2,7 +2,8 @@
 LigerFusedLinearCrossEntropyLoss against PyTorch eager (logits = x W^T in
 the input's dtype, upcast to f32, F.cross_entropy), forward and backward,
 on the installed torch; and the ceiling of both, torch's own three GEMMs
-of the step on the whole batch (logits = x W^T, dx = G W, dW = G^T x).
+of the step (logits = x W^T, dx = G W, dW = G^T x) on the whole batch and
+on the chunks of rows ubgen's call ran (dW summed in place, in the dtype).
 
     bench_flce.py [--out FILE] [--reps N] [--quick] [--dtypes f32,bf16]
                   [--shapes BTxHxV,...] [--variants NAME;...]
@@ -66,17 +67,44 @@ def torch_gemms(x, W, G):
     return {"full": common.time.perf_counter() - t0}
 
 
+def torch_gemms_chunked(x, W, G, chunk, dW):
+    """the same three GEMMs on chunks of rows, as the fused loss runs them"""
+    t0 = common.time.perf_counter()
+    dW.zero_()
+    for o in range(0, x.shape[0], chunk):
+        xc, gc = x[o:o + chunk], G[o:o + chunk]
+        xc @ W.t()
+        gc @ W
+        dW.addmm_(gc.t(), xc)
+    return {"full": common.time.perf_counter() - t0}
+
+
+def chunk_of_last_call():
+    """the rows per chunk of ubgen's last FLCE call (its last variant ends
+    with ";chunk=N (where N came from)")"""
+    return int(ubgen.context().last_variant().rsplit("chunk=", 1)[1].split()[0])
+
+
 def providers(BT, H, V, dt, variants):
     x, W, t = inputs(BT, H, V, dt)
     G = torch.randn(BT, V).to(dt) / V
     ours = LigerFusedLinearCrossEntropyLoss()
+    ran = {}
+
+    def ubgen_step():  # and the chunk it ran, for torch-gemms-chunked (timed after it)
+        r = full_step(lambda: ours(W, x, t), x, W)
+        ran["chunk"] = chunk_of_last_call()
+        return r
+
     cases = {
         "torch": lambda: full_step(lambda: torch_loss(x, W, t), x, W),
-        "ubgen": lambda: full_step(lambda: ours(W, x, t), x, W),
+        "ubgen": ubgen_step,
     }
     for name in variants:
         cases["ubgen:" + name] = forced(name, lambda: full_step(lambda: ours(W, x, t), x, W))
     cases["torch-gemms"] = lambda: torch_gemms(x.detach(), W.detach(), G)
+    dW = torch.empty_like(W)
+    cases["torch-gemms-chunked"] = lambda: torch_gemms_chunked(x.detach(), W.detach(), G, ran["chunk"], dW)
     grads = (BT * H + V * H) * x.element_size()
     return cases, grads
 
