@@ -165,6 +165,34 @@ def _first(model, cls):
     return next((m for m in model.modules() if isinstance(m, cls)), None)
 
 
+def test_peft_modules_to_save_are_patched_on_both_copies(restore_transformers):
+    """PEFT's ModulesToSaveWrapper keeps a trained copy of a module beside
+    its original. The instance patch, on the PEFT model's base as
+    transformers' Trainer applies it, patches both copies of every wrapped
+    norm (Liger's rule), and the fused-loss forward projects with
+    lm_head's trained copy (which it names; peft 0.21's wrapper also
+    answers .weight with it): the patched model trains as the stock one,
+    the trained copies included."""
+    peft = pytest.importorskip("peft")
+    from peft.utils.other import ModulesToSaveWrapper
+    config = peft.LoraConfig(r=4, target_modules=["q_proj", "v_proj"], modules_to_save=["lm_head", "norm"])
+    stock = peft.get_peft_model(make("llama", torch.float32), config)
+    patched = copy.deepcopy(stock)
+    wrapped = [m for m in patched.modules() if isinstance(m, ModulesToSaveWrapper)]
+    wrapped_norms = [m for m in wrapped if type(m.original_module).__name__ == "LlamaRMSNorm"]
+    assert len(wrapped_norms) == 2 * MINI["num_hidden_layers"] + 1 and len(wrapped) == len(wrapped_norms) + 1
+    head_before = patched.get_base_model().lm_head.modules_to_save.default.weight.detach().clone()
+
+    def patch():
+        mp._apply_liger_kernel_to_instance(patched.get_base_model())
+        for w in wrapped_norms:
+            assert [m._get_name() for m in (w.modules_to_save.default, w.original_module)] == ["LigerRMSNorm"] * 2
+        assert patched.get_base_model().forward.__func__ is mp.lce_forward
+
+    assert_converge(stock, patched, torch.float32, patch, steps=4)
+    assert not torch.equal(patched.get_base_model().lm_head.modules_to_save.default.weight, head_before)
+
+
 def test_signatures_and_defaults_are_ligers():
     for model_type, fn in mp.MODEL_TYPE_TO_APPLY_LIGER_FN.items():
         params = inspect.signature(fn).parameters

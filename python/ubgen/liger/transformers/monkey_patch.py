@@ -6,8 +6,8 @@ Called before the model is made, a function replaces what the family's
 transformers module names (its RMSNorm, its MLP or experts,
 apply_rotary_pos_emb, the causal LM's forward); given model=, it also
 rebinds the forward of the modules that model already has, keeping their
-weights (a PEFT ModulesToSaveWrapper patched on both its copies, as Liger
-does). One table, FAMILIES, says for each family what is replaced; the
+weights (inside a PEFT ModulesToSaveWrapper, both its copies, as Liger
+does: the walk over the model's modules reaches each). One table, FAMILIES, says for each family what is replaced; the
 functions are made from it."""
 import importlib
 import inspect
@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from types import MethodType
 from typing import Optional
 
-from ..utils import PEFT_AVAILABLE
 from . import rms_norm as norms
 from . import swiglu as mlps
 from .functional import liger_cross_entropy
@@ -77,14 +76,7 @@ def _bind_method_to_module(module, method_name, new_method):
 
 
 def _rebind(module, liger_cls, **attrs):
-    """module runs liger_cls's forward from now on, with attrs set; a PEFT
-    ModulesToSaveWrapper is patched on its trained copy and its original"""
-    if PEFT_AVAILABLE:
-        from peft.utils.other import ModulesToSaveWrapper
-        if isinstance(module, ModulesToSaveWrapper):
-            for inner in (module.modules_to_save.default, module.original_module):
-                _rebind(inner, liger_cls, **attrs)
-            return
+    """module runs liger_cls's forward from now on, with attrs set"""
     for name, value in attrs.items():
         setattr(module, name, value)
     _bind_method_to_module(module, "forward", liger_cls.forward)
