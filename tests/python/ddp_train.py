@@ -10,6 +10,7 @@ tests/python/test_ddp.py runs both and compares them.
 """
 import argparse
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -55,7 +56,15 @@ def main():
         torch.save({"losses": losses, "grads": grads,
                     "params": {n: p.detach().clone() for n, p in model.named_parameters()}}, out)
     if world > 1:
-        dist.destroy_process_group()
+        # Every rank's collectives done and rank 0's file written, then out
+        # without tearing the process group down: there torch 2.13 can
+        # deadlock (seen in CI: the main thread, holding the GIL, joins a
+        # gloo thread that waits for the GIL to free a finished work's
+        # tensors, in ~ProcessGroupGloo under DDP's Reducer).
+        dist.barrier()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 if __name__ == "__main__":

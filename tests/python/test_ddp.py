@@ -22,10 +22,11 @@ def test_ddp_on_two_processes_matches_one(tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     script = os.path.join(HERE, "ddp_train.py")
     one, two = str(tmp_path / "one.pt"), str(tmp_path / "two.pt")
-    r = subprocess.run([sys.executable, script, "--out", one], capture_output=True, text=True, env=env)
+    # a hang fails the test, not the run (each takes seconds)
+    r = subprocess.run([sys.executable, script, "--out", one], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     r = subprocess.run([torchrun, "--standalone", "--nproc-per-node", "2", script, "--out", two],
-                       capture_output=True, text=True, env=env)
+                       capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     a, b = torch.load(one), torch.load(two)
     torch.testing.assert_close(torch.tensor(b["losses"]), torch.tensor(a["losses"]), rtol=1e-5, atol=0)
