@@ -1,4 +1,4 @@
-/* The JIT for the kernels after RMSNorm (embedding, attn_res, swiglu, geglu, layer_norm, rope): each variant
+/* The JIT for the kernels after RMSNorm (embedding, attn_res, swiglu, geglu, layer_norm, rope, dyt): each variant
  * compiled by tcc (every feasible one) and by gcc (every 14th: gcc takes
  * 0.3 s a variant, and its JIT renders and compiles the source the build
  * compiled, so the sample checks that path, not gcc) gives the built-in variant's bits, on every one of
@@ -154,3 +154,5 @@ JIT_TESTS(layer_norm, fwd)
 JIT_TESTS(layer_norm, bwd)
 JIT_TESTS(rope, fwd)
 JIT_TESTS(rope, bwd)
+JIT_TESTS(dyt, fwd)
+JIT_TESTS(dyt, bwd)

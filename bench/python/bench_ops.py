@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,dyt,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -178,6 +178,19 @@ def layer_norm_case(M, H, dt):
     }, None
 
 
+def dyt_case(BT, H, dt):
+    """Liger's benchmark_dyt: LigerDyT(H) against gamma * tanh(alpha * x) + beta"""
+    x = torch.randn(BT, H, dtype=dt, requires_grad=True)
+    alpha = torch.full((1,), 0.5, dtype=dt, requires_grad=True)
+    gamma = torch.ones(H, dtype=dt, requires_grad=True)
+    beta = torch.zeros(H, dtype=dt, requires_grad=True)
+    g = torch.randn(BT, H, dtype=dt)
+    return {
+        "ubgen": lambda: step(lambda: ut.dyt(x, alpha, gamma, beta), (x, alpha, gamma, beta), lambda y: g),
+        "torch": lambda: step(lambda: gamma * torch.tanh(alpha * x) + beta, (x, alpha, gamma, beta), lambda y: g),
+    }, None
+
+
 def rope_case(T, dt, Hq=32, Hk=8, D=128):
     """Liger's benchmark_rope: q, k the transposed views of [1, T, H, D]
     projections, cos and sin [1, T, D]; torch is transformers' formula"""
@@ -222,6 +235,8 @@ OPS = {
                    {"M": 4096}, ["f32", "bf16"]),
     "rope": (rope_case, "T", "tokens", [1024, 2048, 4096, 8192], [2048], {"bsz": 1, "Hq": 32, "Hk": 8, "D": 128},
              ["f32", "bf16"]),
+    "dyt": (lambda BT, dt: dyt_case(BT, 4096, dt), "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096],
+            {"H": 4096}, ["f32", "bf16"]),
 }
 
 

@@ -91,6 +91,15 @@ UBG_API ubg_status ubg_layer_norm_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_
 UBG_API ubg_status ubg_layer_norm_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
     const void *x, const void *w, const float *mean, const float *rstd, void *dx, void *dw, void *db);
 
+/* Dynamic tanh (Liger's LigerDyTFunction) over rows of x [rows, cols]:
+ * y = gamma tanh(alpha x) + beta, alpha [1], gamma and beta [cols] (beta
+ * NULL: none); dalpha [1], dgamma and dbeta [cols] (dbeta NULL: not
+ * computed) are summed over the rows. y may equal x, dx may equal dy. */
+UBG_API ubg_status ubg_dyt_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *x,
+    const void *alpha, const void *gamma, const void *beta, void *y);
+UBG_API ubg_status ubg_dyt_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
+    const void *x, const void *alpha, const void *gamma, void *dx, void *dalpha, void *dgamma, void *dbeta);
+
 /* The gated activations of an MLP (Liger's LigerSiLUMulFunction and
  * LigerGELUMulFunction), elementwise over a, b [rows, cols]:
  *   swiglu: c = rnd(silu(a gm)) b, times dm (1, 1: plain SwiGLU)

@@ -66,6 +66,10 @@ SIGNATURES = {
     "liger_layer_norm": [("X", REQ), ("W", REQ), ("B", REQ), ("eps", REQ)],
     "LigerLayerNorm.__init__": [("hidden_size", REQ), ("eps", 1e-6), ("bias", False), ("init_fn", "ones")],
     "LigerLayerNorm.forward": [("hidden_states", REQ)],
+    "LigerDyTFunction.forward": [("x", REQ), ("alpha", REQ), ("gamma", REQ), ("beta", REQ)],
+    "liger_dyt": [("x", REQ), ("alpha", REQ), ("gamma", REQ), ("beta", REQ)],
+    "LigerDyT.__init__": [("hidden_size", REQ), ("beta", True), ("init_alpha", 0.5)],
+    "LigerDyT.forward": [("x", REQ)],
 }
 
 
@@ -95,13 +99,15 @@ MODULE_PATHS = {
     "ubgen.liger.transformers.geglu": ["LigerGEGLUMLP"],
     "ubgen.liger.ops.layer_norm": ["LigerLayerNormFunction"],
     "ubgen.liger.transformers.layer_norm": ["LigerLayerNorm"],
+    "ubgen.liger.ops.dyt": ["LigerDyTFunction"],
+    "ubgen.liger.transformers.dyt": ["LigerDyT"],
     "ubgen.liger.ops.cross_entropy": ["LigerCrossEntropyFunction", "liger_cross_entropy_kernel"],
     "ubgen.liger.ops.utils": ["is_hip"],
     "ubgen.liger.transformers": ["LigerRMSNorm", "LigerEmbedding", "LigerFusedLinearCrossEntropyLoss",
-                                 "LigerCrossEntropyLoss", "LigerSwiGLUMLP", "LigerGEGLUMLP"],
+                                 "LigerCrossEntropyLoss", "LigerSwiGLUMLP", "LigerGEGLUMLP", "LigerDyT"],
     "ubgen.liger.transformers.functional": ["liger_rms_norm", "liger_attn_res", "liger_fused_linear_cross_entropy",
                                             "liger_cross_entropy", "CrossEntropyOutput", "liger_swiglu",
-                                            "liger_geglu", "liger_layer_norm"],
+                                            "liger_geglu", "liger_layer_norm", "liger_dyt"],
     "ubgen.liger.transformers.rms_norm": ["LigerRMSNorm"],
     "ubgen.liger.transformers.fused_linear_cross_entropy": ["LigerFusedLinearCrossEntropyLoss"],
     "ubgen.liger.transformers.cross_entropy": ["LigerCrossEntropyLoss"],

@@ -8,12 +8,13 @@ ubgen.liger.transformers.functional, .rms_norm, .fused_linear_cross_entropy,
 .cross_entropy, .experimental.embedding, ubgen.liger.utils), so that
 replacing `liger_kernel` with `ubgen.liger` in an import line is enough.
 """
-from .ops import (LigerAttnResFunction, LigerCrossEntropyFunction, LigerEmbeddingFunction,
+from .ops import (LigerAttnResFunction, LigerCrossEntropyFunction, LigerDyTFunction, LigerEmbeddingFunction,
                   LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerLayerNormFunction,
                   LigerRMSNormFunction, LigerRopeFunction, LigerSiLUMulFunction)
 from .transformers.cross_entropy import LigerCrossEntropyLoss
+from .transformers.dyt import LigerDyT
 from .transformers.experimental.embedding import LigerEmbedding
-from .transformers.functional import (CrossEntropyOutput, liger_attn_res, liger_cross_entropy,
+from .transformers.functional import (CrossEntropyOutput, liger_attn_res, liger_cross_entropy, liger_dyt,
                                       liger_fused_linear_cross_entropy, liger_geglu, liger_layer_norm,
                                       liger_rms_norm, liger_rope, liger_swiglu)
 from .transformers.geglu import LigerGEGLUMLP
@@ -42,4 +43,5 @@ __all__ = [
     "LigerSiLUMulFunction", "LigerGELUMulFunction", "LigerSwiGLUMLP", "LigerGEGLUMLP", "liger_swiglu", "liger_geglu",
     "LigerLayerNormFunction", "LigerLayerNorm", "liger_layer_norm",
     "LigerRopeFunction", "liger_rope", "liger_rotary_pos_emb",
+    "LigerDyTFunction", "LigerDyT", "liger_dyt",
 ]

@@ -7,6 +7,7 @@ wrong device, shape, index or value a ValueError with the library's
 message. Non-contiguous inputs are made contiguous first.
 """
 from .attn_res import AttnRes, AttnResFunction, attn_res
+from .dyt import DyT, DyTFunction, dyt
 from .cross_entropy import (CrossEntropyFunction, CrossEntropyLoss, FusedLinearCrossEntropyFunction,
                             FusedLinearCrossEntropyLoss, cross_entropy, fused_linear_cross_entropy)
 from .embedding import Embedding, EmbeddingFunction, embedding
@@ -20,6 +21,7 @@ __all__ = [
     "AttnRes", "AttnResFunction", "attn_res",
     "CrossEntropyFunction", "CrossEntropyLoss", "cross_entropy",
     "FusedLinearCrossEntropyFunction", "FusedLinearCrossEntropyLoss", "fused_linear_cross_entropy",
+    "DyT", "DyTFunction", "dyt",
     "Embedding", "EmbeddingFunction", "embedding",
     "SiLUMulFunction", "SwiGLUMLP", "swiglu", "GELUMulFunction", "GEGLUMLP", "geglu",
     "LayerNorm", "LayerNormFunction", "layer_norm",

@@ -2,6 +2,7 @@
 from ...torch.attn_res import AttnResFunction as LigerAttnResFunction
 from ...torch.cross_entropy import CrossEntropyFunction as LigerCrossEntropyFunction
 from ...torch.cross_entropy import FusedLinearCrossEntropyFunction as LigerFusedLinearCrossEntropyFunction
+from ...torch.dyt import DyTFunction as LigerDyTFunction
 from ...torch.embedding import EmbeddingFunction as LigerEmbeddingFunction
 from ...torch.glu import GELUMulFunction as LigerGELUMulFunction
 from ...torch.glu import SiLUMulFunction as LigerSiLUMulFunction
@@ -10,5 +11,5 @@ from ...torch.rms_norm import RMSNormFunction as LigerRMSNormFunction
 from ...torch.rope import RopeFunction as LigerRopeFunction
 
 __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerFusedLinearCrossEntropyFunction",
-           "LigerEmbeddingFunction", "LigerGELUMulFunction", "LigerLayerNormFunction", "LigerRMSNormFunction",
+           "LigerDyTFunction", "LigerEmbeddingFunction", "LigerGELUMulFunction", "LigerLayerNormFunction", "LigerRMSNormFunction",
            "LigerRopeFunction", "LigerSiLUMulFunction"]

@@ -4,6 +4,7 @@ AutoLigerKernelForCausalLM."""
 import importlib
 
 from .cross_entropy import LigerCrossEntropyLoss
+from .dyt import LigerDyT
 from .experimental.embedding import LigerEmbedding
 from .fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
 from .geglu import LigerGEGLUMLP, LigerGEGLUMLPForGemma4
@@ -26,7 +27,7 @@ def __getattr__(name):
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
-__all__ = ["LigerCrossEntropyLoss", "LigerEmbedding", "LigerFusedLinearCrossEntropyLoss", "LigerGEGLUMLP",
+__all__ = ["LigerCrossEntropyLoss", "LigerDyT", "LigerEmbedding", "LigerFusedLinearCrossEntropyLoss", "LigerGEGLUMLP",
            "LigerGEGLUMLPForGemma4",
            "LigerLayerNorm", "LigerRMSNorm", "LigerRMSNormForGemma", "LigerRMSNormForGemma2", "LigerRMSNormForGemma3",
            "LigerRMSNormForGlm4", "LigerRMSNormForOlmo2", "LigerSwiGLUMLP", "LigerBlockSparseTop2MLP", "LigerExperts",

@@ -6,8 +6,8 @@ import torch
 
 from ...torch.attn_res import attn_res
 from ...torch.rope import rope
-from ..ops import (LigerCrossEntropyFunction, LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction,
-                   LigerLayerNormFunction, LigerRMSNormFunction, LigerSiLUMulFunction)
+from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedLinearCrossEntropyFunction,
+                   LigerGELUMulFunction, LigerLayerNormFunction, LigerRMSNormFunction, LigerSiLUMulFunction)
 
 
 @dataclass
@@ -66,6 +66,10 @@ def liger_geglu(a, b):
 
 def liger_layer_norm(X, W, B, eps):
     return LigerLayerNormFunction.apply(X, W, B, eps)
+
+
+def liger_dyt(x, alpha, gamma, beta):
+    return LigerDyTFunction.apply(x, alpha, gamma, beta)
 
 
 def liger_rope(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):

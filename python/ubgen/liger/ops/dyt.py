@@ -1,0 +1,4 @@
+"""liger_kernel.ops.dyt"""
+from ...torch.dyt import DyTFunction as LigerDyTFunction
+
+__all__ = ["LigerDyTFunction"]
