@@ -1,10 +1,11 @@
-/* The JIT for the kernels after RMSNorm (embedding, attn_res, swiglu, geglu, layer_norm, rope, dyt): each variant
- * compiled by tcc (every feasible one) and by gcc (every 14th: gcc takes
- * 0.3 s a variant, and its JIT renders and compiles the source the build
- * compiled, so the sample checks that path, not gcc) gives the built-in variant's bits, on every one of
- * the spec's check cases the variant applies to. The calls go through
- * ubg_launch with arguments built from the spec alone, so the same test
- * serves any kernel whose spec has check cases. */
+/* The JIT for the kernels after RMSNorm (embedding, attn_res, swiglu,
+ * geglu, layer_norm, rope, dyt, relu_squared): each variant compiled by
+ * tcc (every feasible one) and by gcc (every 14th: gcc takes 0.3 s a
+ * variant, and its JIT renders and compiles the source the build compiled,
+ * so the sample checks that path, not gcc) gives the built-in variant's
+ * bits, on every one of the spec's check cases the variant applies to.
+ * The calls go through ubg_launch with arguments built from the spec
+ * alone, so the same test serves any kernel whose spec has check cases. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,3 +157,5 @@ JIT_TESTS(rope, fwd)
 JIT_TESTS(rope, bwd)
 JIT_TESTS(dyt, fwd)
 JIT_TESTS(dyt, bwd)
+JIT_TESTS(relu_squared, fwd)
+JIT_TESTS(relu_squared, bwd)

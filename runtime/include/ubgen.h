@@ -100,6 +100,13 @@ UBG_API ubg_status ubg_dyt_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols,
 UBG_API ubg_status ubg_dyt_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
     const void *x, const void *alpha, const void *gamma, void *dx, void *dalpha, void *dgamma, void *dbeta);
 
+/* Squared ReLU (Liger's LigerReLUSquaredFunction, nemotron's MLP
+ * activation), elementwise over x [rows, cols]: y = max(x, 0)^2,
+ * dx = 2 dy max(x, 0). y may equal x; dx may equal dy or x. */
+UBG_API ubg_status ubg_relu_squared_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *x, void *y);
+UBG_API ubg_status ubg_relu_squared_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
+    const void *x, void *dx);
+
 /* The gated activations of an MLP (Liger's LigerSiLUMulFunction and
  * LigerGELUMulFunction), elementwise over a, b [rows, cols]:
  *   swiglu: c = rnd(silu(a gm)) b, times dm (1, 1: plain SwiGLU)

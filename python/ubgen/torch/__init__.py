@@ -13,6 +13,7 @@ from .cross_entropy import (CrossEntropyFunction, CrossEntropyLoss, FusedLinearC
 from .embedding import Embedding, EmbeddingFunction, embedding
 from .glu import GEGLUMLP, GELUMulFunction, SiLUMulFunction, SwiGLUMLP, geglu, swiglu
 from .layer_norm import LayerNorm, LayerNormFunction, layer_norm
+from .relu_squared import ReLUSquared, ReLUSquaredFunction, relu_squared
 from .rms_norm import RMSNorm, RMSNormFunction, rms_norm
 from .rope import RopeFunction, rope
 from ._util import empty_cache, pool_bytes, set_pool_limit
@@ -25,6 +26,7 @@ __all__ = [
     "Embedding", "EmbeddingFunction", "embedding",
     "SiLUMulFunction", "SwiGLUMLP", "swiglu", "GELUMulFunction", "GEGLUMLP", "geglu",
     "LayerNorm", "LayerNormFunction", "layer_norm",
+    "ReLUSquared", "ReLUSquaredFunction", "relu_squared",
     "RMSNorm", "RMSNormFunction", "rms_norm",
     "RopeFunction", "rope",
     "empty_cache", "pool_bytes", "set_pool_limit",

@@ -7,7 +7,8 @@ import torch
 from ...torch.attn_res import attn_res
 from ...torch.rope import rope
 from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedLinearCrossEntropyFunction,
-                   LigerGELUMulFunction, LigerLayerNormFunction, LigerRMSNormFunction, LigerSiLUMulFunction)
+                   LigerGELUMulFunction, LigerLayerNormFunction, LigerReLUSquaredFunction, LigerRMSNormFunction,
+                   LigerSiLUMulFunction)
 
 
 @dataclass
@@ -70,6 +71,10 @@ def liger_layer_norm(X, W, B, eps):
 
 def liger_dyt(x, alpha, gamma, beta):
     return LigerDyTFunction.apply(x, alpha, gamma, beta)
+
+
+def liger_relu_squared(x):
+    return LigerReLUSquaredFunction.apply(x)[0]
 
 
 def liger_rope(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):

@@ -1,0 +1,51 @@
+"""Squared ReLU, forward and backward in one place (specs/relu_squared.json):
+
+    x [...]  ->  y [...] = max(x, 0)^2;  backward dx = 2 dy max(x, 0)
+"""
+import torch
+
+from . import _util
+
+
+def _rows(x):
+    """x as the kernel's [rows, cols]: its last dimension, or one row"""
+    cols = x.shape[-1] if x.dim() else 1
+    return x.numel() // cols if cols else 0, cols
+
+
+class ReLUSquaredFunction(torch.autograd.Function):
+    """apply(x) -> max(x, 0)^2"""
+
+    @staticmethod
+    def forward(ctx, x):
+        xc = _util.tensor("x", x)
+        _util.dtype_code("x", xc)
+        y = _util.empty(tuple(xc.shape), xc.dtype)
+        rows, cols = _rows(xc)
+        if xc.numel():
+            _util.launch("relu_squared", "fwd", xc.dtype, x=xc, y=y, rows=rows, cols=cols)
+        ctx.save_for_backward(xc)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        (x,) = ctx.saved_tensors
+        return _backward(x, dy)
+
+
+def _backward(x, dy):
+    d = _util.same_dtype("dy", _util.tensor("dy", dy), x.dtype).reshape(x.shape)
+    dx = _util.empty(tuple(x.shape), x.dtype)
+    rows, cols = _rows(x)
+    if x.numel():
+        _util.launch("relu_squared", "bwd", x.dtype, dy=d, x=x, dx=dx, rows=rows, cols=cols)
+    return dx
+
+
+def relu_squared(x):
+    return ReLUSquaredFunction.apply(x)
+
+
+class ReLUSquared(torch.nn.Module):
+    def forward(self, x):
+        return ReLUSquaredFunction.apply(x)
