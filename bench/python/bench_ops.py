@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,dyt,relu_squared,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,dyt,relu_squared,softmax,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -201,6 +201,16 @@ def relu_squared_case(BT, H, dt):
     }, None
 
 
+def softmax_case(BT, D, dt):
+    """Liger's benchmark_softmax: LigerSoftmax against torch.softmax over the last dimension"""
+    x = torch.randn(BT, D, dtype=dt, requires_grad=True)
+    g = torch.randn(BT, D, dtype=dt)
+    return {
+        "ubgen": lambda: step(lambda: ut.softmax(x), (x,), lambda y: g),
+        "torch": lambda: step(lambda: torch.softmax(x, dim=-1), (x,), lambda y: g),
+    }, None
+
+
 def rope_case(T, dt, Hq=32, Hk=8, D=128):
     """Liger's benchmark_rope: q, k the transposed views of [1, T, H, D]
     projections, cos and sin [1, T, D]; torch is transformers' formula"""
@@ -249,6 +259,8 @@ OPS = {
             {"H": 4096}, ["f32", "bf16"]),
     "relu_squared": (lambda BT, dt: relu_squared_case(BT, 4096, dt), "BT", "B x T", [1024, 2048, 4096, 8192, 16384],
                      [4096], {"H": 4096}, ["f32", "bf16"]),
+    "softmax": (lambda BT, dt: softmax_case(BT, 4096, dt), "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096],
+                {"D": 4096}, ["f32", "bf16"]),
 }
 
 

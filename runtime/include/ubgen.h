@@ -100,6 +100,13 @@ UBG_API ubg_status ubg_dyt_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols,
 UBG_API ubg_status ubg_dyt_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
     const void *x, const void *alpha, const void *gamma, void *dx, void *dalpha, void *dgamma, void *dbeta);
 
+/* Softmax over the last dimension (Liger's LigerSoftmaxFunction), rows of
+ * x [rows, cols]: y = exp(x - max) / sum exp(x - max); the backward from
+ * y: dx = y (dy - sum(dy y)). y may equal x, dx may equal dy. */
+UBG_API ubg_status ubg_softmax_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *x, void *y);
+UBG_API ubg_status ubg_softmax_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
+    const void *y, void *dx);
+
 /* Squared ReLU (Liger's LigerReLUSquaredFunction, nemotron's MLP
  * activation), elementwise over x [rows, cols]: y = max(x, 0)^2,
  * dx = 2 dy max(x, 0). y may equal x; dx may equal dy or x. */

@@ -16,6 +16,7 @@ from .layer_norm import LayerNorm, LayerNormFunction, layer_norm
 from .relu_squared import ReLUSquared, ReLUSquaredFunction, relu_squared
 from .rms_norm import RMSNorm, RMSNormFunction, rms_norm
 from .rope import RopeFunction, rope
+from .softmax import Softmax, SoftmaxFunction, softmax
 from ._util import empty_cache, pool_bytes, set_pool_limit
 
 __all__ = [
@@ -29,5 +30,6 @@ __all__ = [
     "ReLUSquared", "ReLUSquaredFunction", "relu_squared",
     "RMSNorm", "RMSNormFunction", "rms_norm",
     "RopeFunction", "rope",
+    "Softmax", "SoftmaxFunction", "softmax",
     "empty_cache", "pool_bytes", "set_pool_limit",
 ]

@@ -88,6 +88,13 @@ def choice(name, value, table):
     raise ValueError("%s=%r is not one of %s" % (name, value, ", ".join(repr(k) for k in table)))
 
 
+def rows_cols(t):
+    """t as a row-wise kernel's [rows, cols]: rows of its last dimension
+    (a 0-dimensional t is one row of one)"""
+    cols = t.shape[-1] if t.dim() else 1
+    return (t.numel() // cols if cols else 0), cols
+
+
 def f32(x):
     """x rounded to float32: a float argument as the kernels take it"""
     return ctypes.c_float(x).value

@@ -32,10 +32,10 @@ class DyTFunction(torch.autograd.Function):
         xc = _util.tensor("x", x, min_ndim=1)
         _util.dtype_code("x", xc)
         a, g, b = _params(xc, alpha, gamma, beta)
-        H = xc.shape[-1]
+        rows, H = _util.rows_cols(xc)
         y = _util.empty(tuple(xc.shape), xc.dtype)
         if xc.numel():
-            _util.launch("dyt", "fwd", xc.dtype, x=xc, alpha=a, gamma=g, beta=b, y=y, rows=xc.numel() // H, cols=H)
+            _util.launch("dyt", "fwd", xc.dtype, x=xc, alpha=a, gamma=g, beta=b, y=y, rows=rows, cols=H)
         ctx.save_for_backward(xc, a, g)
         ctx.meta = (x.shape, alpha.shape, alpha.dtype, gamma.dtype, None if beta is None else beta.dtype)
         return y.view(x.shape)
@@ -44,14 +44,14 @@ class DyTFunction(torch.autograd.Function):
     def backward(ctx, dy):
         x, a, g = ctx.saved_tensors
         shape, a_shape, a_dtype, g_dtype, b_dtype = ctx.meta
-        H = x.shape[-1]
+        rows, H = _util.rows_cols(x)
         d = _util.same_dtype("dy", _util.tensor("dy", dy), x.dtype).reshape(x.shape)
         dx = _util.empty(tuple(x.shape), x.dtype)
         da, dg = torch.zeros(1, dtype=x.dtype), torch.zeros(H, dtype=x.dtype)
         db = None if b_dtype is None else torch.zeros(H, dtype=x.dtype)
         if x.numel():
             _util.launch("dyt", "bwd", x.dtype, dy=d, x=x, alpha=a, gamma=g, dx=dx, dalpha=da, dgamma=dg, dbeta=db,
-                         rows=x.numel() // H, cols=H)
+                         rows=rows, cols=H)
         return dx.view(shape), da.view(a_shape).to(a_dtype), dg.to(g_dtype), None if db is None else db.to(b_dtype)
 
 

@@ -7,12 +7,6 @@ import torch
 from . import _util
 
 
-def _rows(x):
-    """x as the kernel's [rows, cols]: its last dimension, or one row"""
-    cols = x.shape[-1] if x.dim() else 1
-    return x.numel() // cols if cols else 0, cols
-
-
 class ReLUSquaredFunction(torch.autograd.Function):
     """apply(x) -> max(x, 0)^2"""
 
@@ -21,7 +15,7 @@ class ReLUSquaredFunction(torch.autograd.Function):
         xc = _util.tensor("x", x)
         _util.dtype_code("x", xc)
         y = _util.empty(tuple(xc.shape), xc.dtype)
-        rows, cols = _rows(xc)
+        rows, cols = _util.rows_cols(xc)
         if xc.numel():
             _util.launch("relu_squared", "fwd", xc.dtype, x=xc, y=y, rows=rows, cols=cols)
         ctx.save_for_backward(xc)
@@ -36,7 +30,7 @@ class ReLUSquaredFunction(torch.autograd.Function):
 def _backward(x, dy):
     d = _util.same_dtype("dy", _util.tensor("dy", dy), x.dtype).reshape(x.shape)
     dx = _util.empty(tuple(x.shape), x.dtype)
-    rows, cols = _rows(x)
+    rows, cols = _util.rows_cols(x)
     if x.numel():
         _util.launch("relu_squared", "bwd", x.dtype, dy=d, x=x, dx=dx, rows=rows, cols=cols)
     return dx

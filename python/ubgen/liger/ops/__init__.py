@@ -9,8 +9,9 @@ from ...torch.glu import SiLUMulFunction as LigerSiLUMulFunction
 from ...torch.layer_norm import LayerNormFunction as LigerLayerNormFunction
 from ...torch.rms_norm import RMSNormFunction as LigerRMSNormFunction
 from .relu_squared import LigerReLUSquaredFunction
+from .softmax import LigerSoftmaxFunction
 from ...torch.rope import RopeFunction as LigerRopeFunction
 
 __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerFusedLinearCrossEntropyFunction",
            "LigerDyTFunction", "LigerEmbeddingFunction", "LigerGELUMulFunction", "LigerLayerNormFunction", "LigerReLUSquaredFunction", "LigerRMSNormFunction",
-           "LigerRopeFunction", "LigerSiLUMulFunction"]
+           "LigerRopeFunction", "LigerSiLUMulFunction", "LigerSoftmaxFunction"]

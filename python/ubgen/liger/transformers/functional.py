@@ -8,7 +8,7 @@ from ...torch.attn_res import attn_res
 from ...torch.rope import rope
 from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedLinearCrossEntropyFunction,
                    LigerGELUMulFunction, LigerLayerNormFunction, LigerReLUSquaredFunction, LigerRMSNormFunction,
-                   LigerSiLUMulFunction)
+                   LigerSiLUMulFunction, LigerSoftmaxFunction)
 
 
 @dataclass
@@ -75,6 +75,10 @@ def liger_dyt(x, alpha, gamma, beta):
 
 def liger_relu_squared(x):
     return LigerReLUSquaredFunction.apply(x)[0]
+
+
+def liger_softmax(x):
+    return LigerSoftmaxFunction.apply(x)
 
 
 def liger_rope(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):

@@ -1,0 +1,4 @@
+"""liger_kernel.ops.softmax"""
+from ...torch.softmax import SoftmaxFunction as LigerSoftmaxFunction
+
+__all__ = ["LigerSoftmaxFunction"]
