@@ -57,28 +57,30 @@ def torch_rms_norm(x, w, eps=1e-6):
     return w * h.to(dt)
 
 
-def rms_norm_case(M, H, dt):
-    x = torch.randn(M, H, dtype=dt, requires_grad=True)
-    w = torch.ones(H, dtype=dt, requires_grad=True)
-    g = torch.randn(M, H, dtype=dt)
-    nbytes = M * H * x.element_size()
+def row_copies(nbytes):
+    """the bytes a row-wise op of one nbytes tensor must move, as copies
+    into buffers already faulted in: its bandwidth ceiling (forward: x read,
+    y written; backward: x and dy read, dx written, as 1.5 tensors copied)"""
     src, dst = torch.ones(nbytes * 3 // 2, dtype=torch.uint8), torch.zeros(nbytes * 3 // 2, dtype=torch.uint8)
 
     def copy():
-        """the bytes the op must move, as copies into buffers already
-        faulted in: its bandwidth ceiling (forward: x read, y written;
-        backward: x and dy read, dx written, as 1.5 tensors copied)"""
         t0 = time.perf_counter()
         dst[:nbytes].copy_(src[:nbytes])
         t1 = time.perf_counter()
         dst.copy_(src)
         t2 = time.perf_counter()
         return {"forward": t1 - t0, "backward": t2 - t1, "full": t2 - t0}
+    return copy
 
+
+def rms_norm_case(M, H, dt):
+    x = torch.randn(M, H, dtype=dt, requires_grad=True)
+    w = torch.ones(H, dtype=dt, requires_grad=True)
+    g = torch.randn(M, H, dtype=dt)
     return {
         "ubgen": lambda: step(lambda: ut.rms_norm(x, w, 1e-6, 0.0, "llama", False), (x, w), lambda y: g),
         "torch": lambda: step(lambda: torch_rms_norm(x, w), (x, w), lambda y: g),
-        "copy": copy,
+        "copy": row_copies(M * H * x.element_size()),
     }, None
 
 
@@ -188,6 +190,7 @@ def dyt_case(BT, H, dt):
     return {
         "ubgen": lambda: step(lambda: ut.dyt(x, alpha, gamma, beta), (x, alpha, gamma, beta), lambda y: g),
         "torch": lambda: step(lambda: gamma * torch.tanh(alpha * x) + beta, (x, alpha, gamma, beta), lambda y: g),
+        "copy": row_copies(BT * H * x.element_size()),
     }, None
 
 
@@ -198,6 +201,7 @@ def relu_squared_case(BT, H, dt):
     return {
         "ubgen": lambda: step(lambda: ut.relu_squared(x), (x,), lambda y: g),
         "torch": lambda: step(lambda: torch.square(torch.relu(x)), (x,), lambda y: g),
+        "copy": row_copies(BT * H * x.element_size()),
     }, None
 
 
@@ -208,6 +212,7 @@ def softmax_case(BT, D, dt):
     return {
         "ubgen": lambda: step(lambda: ut.softmax(x), (x,), lambda y: g),
         "torch": lambda: step(lambda: torch.softmax(x, dim=-1), (x,), lambda y: g),
+        "copy": row_copies(BT * D * x.element_size()),
     }, None
 
 
@@ -282,8 +287,9 @@ def speed_op(name, reps, quick, records):
             ratios.append(ratio)
             ceiling = ""
             if "copy" in speed:  # the most any kernel could be faster than torch here
-                ceiling = "; copy of the bytes %.2f ms: torch/copy %.1fx" % (
-                    speed["copy"]["full"][-1][0], speed["torch"]["full"][-1][0] / speed["copy"]["full"][-1][0])
+                cp = speed["copy"]["full"][-1][0]
+                ceiling = "; copy of the bytes %.2f ms: ubgen at %.0f%% of its bandwidth, torch/copy %.1fx" % (
+                    cp, 100 * cp / speed["ubgen"]["full"][-1][0], speed["torch"]["full"][-1][0] / cp)
             print("%-28s %-4s %s=%-6d torch/ubgen: %s   full: ubgen %.2f ms, torch %.2f ms%s" % (
                 name, dname, x_name, x, "  ".join("%s %.2fx" % (m, ratio[m]) for m in ratio),
                 speed["ubgen"]["full"][-1][0], speed["torch"]["full"][-1][0], ceiling), flush=True)
