@@ -235,9 +235,8 @@ static const ug_kernel *parse_made(const char *text) {
   free(cache[s].text);
   ug_spec_free(cache[s].k);
   cache[s].hash = h;
-  cache[s].text = strdup(text);
+  if (!(cache[s].text = strdup(text))) abort();
   cache[s].k = ug_spec_parse("fuzz.json", UBGEN_SOURCE_DIR "/tests/specs", text, strlen(text), &d);
-  if (!cache[s].text) abort();
   parses++;
   return cache[s].k;
 }

@@ -545,6 +545,14 @@ UBG_INLINE float ubg_exp_reduced_fma(float x, float *n_out) {
   return fmaf(p, r * r, r) + 1.0f;
 }
 
+/* e^t for t in [-87, 88]: ubg_exp_reduced_fma, with 2^n one normal float
+ * (n stays within [-126, 127] there), about a third of ubg_exp's
+ * operations; the caller clamps t and decides what lies outside */
+UBG_INLINE float ubg_exp_fma_in_range(float t) {
+  float n, p = ubg_exp_reduced_fma(t, &n);
+  return p * ubg_bits_f32((ubg_u32)((int)n + 127) << 23);
+}
+
 /* 1 / (1 + e^-x), vectorized by gcc, the same bits under tcc, within 2.5
  * ulp of the exact sigmoid for |x| <= 87. Beyond, 1 + e^-x is 1 (x > 87),
  * or e^-x itself, which stays e^88 down to x = -88.7228 (the result
@@ -555,8 +563,7 @@ UBG_INLINE float ubg_sigmoid(float x) {
   /* written as max then min, which gcc keeps as vmaxps, vminps: NaN becomes -87 */
   float t = -x > -87.0f ? -x : -87.0f;
   t = t < 88.0f ? t : 88.0f;
-  float n, p = ubg_exp_reduced_fma(t, &n);
-  float e = p * ubg_bits_f32((ubg_u32)((int)n + 127) << 23);
+  float e = ubg_exp_fma_in_range(t);
   e = x < -88.7228f ? ubg_bits_f32(0x7f800000u) : e;
   e = x != x ? -x : e;
   return 1.0f / (1.0f + e);

@@ -194,25 +194,15 @@ def dyt_case(BT, H, dt):
     }, None
 
 
-def relu_squared_case(BT, H, dt):
-    """Liger's benchmark_relu_squared: LigerReLUSquared against square(relu(x))"""
+def unary_case(ours, theirs, BT, H, dt):
+    """an op of one [BT, H] tensor (Liger's benchmark_relu_squared and
+    benchmark_softmax): ours(x) against theirs(x), torch eager"""
     x = torch.randn(BT, H, dtype=dt, requires_grad=True)
     g = torch.randn(BT, H, dtype=dt)
     return {
-        "ubgen": lambda: step(lambda: ut.relu_squared(x), (x,), lambda y: g),
-        "torch": lambda: step(lambda: torch.square(torch.relu(x)), (x,), lambda y: g),
+        "ubgen": lambda: step(lambda: ours(x), (x,), lambda y: g),
+        "torch": lambda: step(lambda: theirs(x), (x,), lambda y: g),
         "copy": row_copies(BT * H * x.element_size()),
-    }, None
-
-
-def softmax_case(BT, D, dt):
-    """Liger's benchmark_softmax: LigerSoftmax against torch.softmax over the last dimension"""
-    x = torch.randn(BT, D, dtype=dt, requires_grad=True)
-    g = torch.randn(BT, D, dtype=dt)
-    return {
-        "ubgen": lambda: step(lambda: ut.softmax(x), (x,), lambda y: g),
-        "torch": lambda: step(lambda: torch.softmax(x, dim=-1), (x,), lambda y: g),
-        "copy": row_copies(BT * D * x.element_size()),
     }, None
 
 
@@ -262,10 +252,10 @@ OPS = {
              ["f32", "bf16"]),
     "dyt": (lambda BT, dt: dyt_case(BT, 4096, dt), "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096],
             {"H": 4096}, ["f32", "bf16"]),
-    "relu_squared": (lambda BT, dt: relu_squared_case(BT, 4096, dt), "BT", "B x T", [1024, 2048, 4096, 8192, 16384],
-                     [4096], {"H": 4096}, ["f32", "bf16"]),
-    "softmax": (lambda BT, dt: softmax_case(BT, 4096, dt), "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096],
-                {"D": 4096}, ["f32", "bf16"]),
+    "relu_squared": (lambda BT, dt: unary_case(ut.relu_squared, lambda x: torch.square(torch.relu(x)), BT, 4096, dt),
+                     "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096], {"H": 4096}, ["f32", "bf16"]),
+    "softmax": (lambda BT, dt: unary_case(ut.softmax, lambda x: torch.softmax(x, dim=-1), BT, 4096, dt),
+                "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096], {"D": 4096}, ["f32", "bf16"]),
 }
 
 

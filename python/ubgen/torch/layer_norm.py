@@ -17,12 +17,11 @@ class LayerNormFunction(torch.autograd.Function):
     def forward(ctx, X, W, B, eps):
         x = _util.tensor("X", X, min_ndim=1)
         _util.dtype_code("X", x)
-        H = x.shape[-1]
+        rows, H = _util.rows_cols(x)
         w = _util.same_dtype("W", _util.tensor("W", W, ndim=1), x.dtype)
         b = _util.same_dtype("B", _util.tensor("B", B, ndim=1), x.dtype)
         if w.shape[0] != H or b.shape[0] != H:
             raise ValueError("W has shape %s and B %s; X's last dimension is %d" % (tuple(w.shape), tuple(b.shape), H))
-        rows = x.numel() // H if H else 0
         y = _util.empty(tuple(x.shape), x.dtype)
         mean, rstd = torch.empty(rows), torch.empty(rows)
         if x.numel():
@@ -36,8 +35,7 @@ class LayerNormFunction(torch.autograd.Function):
     def backward(ctx, dY):
         x, w, mean, rstd = ctx.saved_tensors
         shape, w_dtype, b_dtype = ctx.meta
-        H = x.shape[-1]
-        rows = x.numel() // H if H else 0
+        rows, H = _util.rows_cols(x)
         dy = _util.same_dtype("dY", _util.tensor("dY", dY), x.dtype).reshape(x.shape)
         dx = _util.empty(tuple(x.shape), x.dtype)
         dw, db = torch.zeros(H, dtype=x.dtype), torch.zeros(H, dtype=x.dtype)
