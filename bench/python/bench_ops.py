@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,dyt,relu_squared,softmax,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,dyt,relu_squared,softmax,poly_norm,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -206,6 +206,26 @@ def unary_case(ours, theirs, BT, H, dt):
     }, None
 
 
+def poly_norm_case(T, H, dt):
+    """Liger's benchmark_poly_norm: LigerPolyNorm against its NaivePolyNorm
+    (PolyCom's formula in f32, float32 weight and bias, output in x's dtype)"""
+    x = torch.randn(T, H, dtype=dt, requires_grad=True)
+    w = torch.full((3,), 1 / 3, requires_grad=True)
+    b = torch.tensor(1.0, requires_grad=True)
+    g = torch.randn(T, H, dtype=dt)
+
+    def naive():
+        x32 = x.float()
+        norm = [u * torch.rsqrt(u.pow(2).mean(-1, keepdim=True) + 1e-6) for u in (x32 ** 3, x32 ** 2, x32)]
+        return (w[0] * norm[0] + w[1] * norm[1] + w[2] * norm[2] + b).to(dt)
+
+    return {
+        "ubgen": lambda: step(lambda: ut.poly_norm(x, w, b, 1e-6), (x, w, b), lambda y: g),
+        "torch": lambda: step(naive, (x, w, b), lambda y: g),
+        "copy": row_copies(T * H * x.element_size()),
+    }, None
+
+
 def rope_case(T, dt, Hq=32, Hk=8, D=128):
     """Liger's benchmark_rope: q, k the transposed views of [1, T, H, D]
     projections, cos and sin [1, T, D]; torch is transformers' formula"""
@@ -256,6 +276,8 @@ OPS = {
                      "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096], {"H": 4096}, ["f32", "bf16"]),
     "softmax": (lambda BT, dt: unary_case(ut.softmax, lambda x: torch.softmax(x, dim=-1), BT, 4096, dt),
                 "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096], {"D": 4096}, ["f32", "bf16"]),
+    "poly_norm": (lambda T, dt: poly_norm_case(T, 4096, dt), "T", "tokens", [1024, 2048, 4096, 8192, 16384], [4096],
+                  {"H": 4096}, ["f32", "bf16"]),
 }
 
 

@@ -107,6 +107,16 @@ UBG_API ubg_status ubg_softmax_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t c
 UBG_API ubg_status ubg_softmax_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
     const void *y, void *dx);
 
+/* PolyNorm (Liger's LigerPolyNormFunction) over rows of x [rows, cols]:
+ * y = w0 norm(x^3) + w1 norm(x^2) + w2 norm(x) + b, norm(u) = u rstd_u,
+ * rstd_u = 1 / sqrt(mean(u^2) + eps); w [3], b [1]; rstd [rows, 3] f32
+ * (x^3's, x^2's, x's) kept for the backward; dw [3] and db [1] are summed
+ * over every element. y may equal x, dx may equal dy. */
+UBG_API ubg_status ubg_poly_norm_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *x,
+    const void *w, const void *b, float eps, void *y, float *rstd);
+UBG_API ubg_status ubg_poly_norm_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
+    const void *x, const void *w, const float *rstd, void *dx, void *dw, void *db);
+
 /* Squared ReLU (Liger's LigerReLUSquaredFunction, nemotron's MLP
  * activation), elementwise over x [rows, cols]: y = max(x, 0)^2,
  * dx = 2 dy max(x, 0). y may equal x; dx may equal dy or x. */

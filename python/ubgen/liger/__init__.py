@@ -12,6 +12,7 @@ from .ops import (LigerAttnResFunction, LigerCrossEntropyFunction, LigerDyTFunct
                   LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerLayerNormFunction,
                   LigerReLUSquaredFunction, LigerRMSNormFunction, LigerRopeFunction, LigerSiLUMulFunction,
                   LigerSoftmaxFunction)
+from .ops.poly_norm import LigerPolyNormFunction
 from .transformers.cross_entropy import LigerCrossEntropyLoss
 from .transformers.dyt import LigerDyT
 from .transformers.experimental.embedding import LigerEmbedding
@@ -25,6 +26,8 @@ from .transformers.relu_squared import LigerReLUSquared
 from .transformers.rms_norm import LigerRMSNorm
 from .transformers.rope import liger_rotary_pos_emb
 from .transformers.softmax import LigerSoftmax
+from .transformers.poly_norm import LigerPolyNorm
+from .transformers.functional import liger_poly_norm
 from .transformers.swiglu import LigerSwiGLUMLP
 
 
@@ -49,4 +52,5 @@ __all__ = [
     "LigerDyTFunction", "LigerDyT", "liger_dyt",
     "LigerReLUSquaredFunction", "LigerReLUSquared", "liger_relu_squared",
     "LigerSoftmaxFunction", "LigerSoftmax", "liger_softmax",
+    "LigerPolyNormFunction", "LigerPolyNorm", "liger_poly_norm",
 ]

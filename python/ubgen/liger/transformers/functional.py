@@ -9,6 +9,7 @@ from ...torch.rope import rope
 from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedLinearCrossEntropyFunction,
                    LigerGELUMulFunction, LigerLayerNormFunction, LigerReLUSquaredFunction, LigerRMSNormFunction,
                    LigerSiLUMulFunction, LigerSoftmaxFunction)
+from ..ops.poly_norm import LigerPolyNormFunction
 
 
 @dataclass
@@ -79,6 +80,10 @@ def liger_relu_squared(x):
 
 def liger_softmax(x):
     return LigerSoftmaxFunction.apply(x)
+
+
+def liger_poly_norm(X, W, B, eps=1e-6, in_place=True):
+    return LigerPolyNormFunction.apply(X, W, B, eps, in_place)
 
 
 def liger_rope(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):

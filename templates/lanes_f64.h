@@ -1,0 +1,19 @@
+{{! Sums of every element of a call in double, for the gradients of a scalar
+    parameter, where f32 lanes would be too far off: DyT's dalpha,
+    PolyNorm's dw and db. Pasted into dyt_bwd.c.tmpl and poly_norm_bwd.c.tmpl. }}
+/* the sum of 64 double lanes (element d of a row in lane d % 64, as
+ * UBG_LANES4), in a fixed order */
+UBG_INLINE double fold64(const double *acc) {
+  double a[16], s = 0.0;
+  int l;
+  for (l = 0; l < 16; l++) a[l] = (acc[l] + acc[l + 16]) + (acc[l + 32] + acc[l + 48]);
+  for (l = 0; l < 16; l++) s += a[l];
+  return s;
+}
+
+/* a double kept in an f32 workspace as two floats, its value and the rest */
+UBG_INLINE void pair_put(float *p, double v) {
+  p[0] = (float)v;
+  p[1] = (float)(v - (double)p[0]);
+}
+UBG_INLINE double pair_get(const float *p) { return (double)p[0] + (double)p[1]; }
