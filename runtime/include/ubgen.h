@@ -107,6 +107,14 @@ UBG_API ubg_status ubg_softmax_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t c
 UBG_API ubg_status ubg_softmax_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
     const void *y, void *dx);
 
+/* Sparsemax over the last dimension (Liger's LigerSparsemaxFunction), rows
+ * of x [rows, cols]: y = max(x - tau, 0), tau such that each row of y sums
+ * to 1; the backward from y: dx = dy - mean(dy over y > 0) where y > 0, 0
+ * elsewhere. y may equal x, dx may equal dy. */
+UBG_API ubg_status ubg_sparsemax_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *x, void *y);
+UBG_API ubg_status ubg_sparsemax_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
+    const void *y, void *dx);
+
 /* Squared ReLU (Liger's LigerReLUSquaredFunction, nemotron's MLP
  * activation), elementwise over x [rows, cols]: y = max(x, 0)^2,
  * dx = 2 dy max(x, 0). y may equal x; dx may equal dy or x. */
