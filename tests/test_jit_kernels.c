@@ -1,7 +1,7 @@
-/* The JIT for the kernels after RMSNorm (embedding, attn_res, swiglu, geglu,
- * layer_norm, rope, dyt, relu_squared, softmax, poly_norm): each variant compiled by
- * tcc (every feasible one) and by gcc (every 14th: gcc takes 0.3 s a
- * variant, and its JIT renders and compiles the source the build compiled,
+/* The JIT for the kernels after RMSNorm (the JIT_TESTS list at the end):
+ * each variant compiled by tcc (every feasible one) and by gcc (every
+ * 14th: gcc takes 0.3 s a variant, and its JIT renders and compiles the
+ * source the build compiled,
  * so the sample checks that path, not gcc) gives the built-in variant's
  * bits, on every one of the spec's check cases the variant applies to.
  * The calls go through ubg_launch with arguments built from the spec
@@ -163,3 +163,5 @@ JIT_TESTS(softmax, fwd)
 JIT_TESTS(softmax, bwd)
 JIT_TESTS(poly_norm, fwd)
 JIT_TESTS(poly_norm, bwd)
+JIT_TESTS(sparsemax, fwd)
+JIT_TESTS(sparsemax, bwd)

@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,dyt,relu_squared,softmax,poly_norm,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,dyt,relu_squared,softmax,poly_norm,sparsemax,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -195,8 +195,9 @@ def dyt_case(BT, H, dt):
 
 
 def unary_case(ours, theirs, BT, H, dt):
-    """an op of one [BT, H] tensor (Liger's benchmark_relu_squared and
-    benchmark_softmax): ours(x) against theirs(x), torch eager"""
+    """an op of one [BT, H] tensor (Liger's benchmark_relu_squared,
+    benchmark_softmax and benchmark_sparsemax): ours(x) against theirs(x),
+    torch eager"""
     x = torch.randn(BT, H, dtype=dt, requires_grad=True)
     g = torch.randn(BT, H, dtype=dt)
     return {
@@ -224,6 +225,13 @@ def poly_norm_case(T, H, dt):
         "torch": lambda: step(naive, (x, w, b), lambda y: g),
         "copy": row_copies(T * H * x.element_size()),
     }, None
+def torch_sparsemax(x):
+    """sparsemax over the last dimension by a sort, as Liger's benchmark_sparsemax"""
+    z = torch.sort(x, dim=-1, descending=True).values
+    j = torch.arange(1, x.shape[-1] + 1, dtype=x.dtype)
+    support = 1 + j * z > z.cumsum(-1)
+    tau = ((z * support).sum(-1, keepdim=True) - 1) / support.sum(-1, keepdim=True)
+    return torch.clamp(x - tau, min=0)
 
 
 def rope_case(T, dt, Hq=32, Hk=8, D=128):
@@ -278,6 +286,8 @@ OPS = {
                 "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096], {"D": 4096}, ["f32", "bf16"]),
     "poly_norm": (lambda T, dt: poly_norm_case(T, 4096, dt), "T", "tokens", [1024, 2048, 4096, 8192, 16384], [4096],
                   {"H": 4096}, ["f32", "bf16"]),
+    "sparsemax": (lambda BT, dt: unary_case(ut.sparsemax, torch_sparsemax, BT, 4096, dt),
+                  "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096], {"D": 4096}, ["f32", "bf16"]),
 }
 
 

@@ -116,6 +116,13 @@ UBG_API ubg_status ubg_poly_norm_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t
     const void *w, const void *b, float eps, void *y, float *rstd);
 UBG_API ubg_status ubg_poly_norm_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
     const void *x, const void *w, const float *rstd, void *dx, void *dw, void *db);
+/* Sparsemax over the last dimension (Liger's LigerSparsemaxFunction), rows
+ * of x [rows, cols]: y = max(x - tau, 0), tau such that each row of y sums
+ * to 1; the backward from y: dx = dy - mean(dy over y > 0) where y > 0, 0
+ * elsewhere. y may equal x, dx may equal dy. */
+UBG_API ubg_status ubg_sparsemax_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *x, void *y);
+UBG_API ubg_status ubg_sparsemax_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
+    const void *y, void *dx);
 
 /* Squared ReLU (Liger's LigerReLUSquaredFunction, nemotron's MLP
  * activation), elementwise over x [rows, cols]: y = max(x, 0)^2,

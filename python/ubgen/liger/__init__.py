@@ -11,14 +11,15 @@ replacing `liger_kernel` with `ubgen.liger` in an import line is enough.
 from .ops import (LigerAttnResFunction, LigerCrossEntropyFunction, LigerDyTFunction, LigerEmbeddingFunction,
                   LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerLayerNormFunction,
                   LigerReLUSquaredFunction, LigerRMSNormFunction, LigerRopeFunction, LigerSiLUMulFunction,
-                  LigerSoftmaxFunction)
+                  LigerSoftmaxFunction, LigerSparsemaxFunction)
 from .ops.poly_norm import LigerPolyNormFunction
 from .transformers.cross_entropy import LigerCrossEntropyLoss
 from .transformers.dyt import LigerDyT
 from .transformers.experimental.embedding import LigerEmbedding
 from .transformers.functional import (CrossEntropyOutput, liger_attn_res, liger_cross_entropy, liger_dyt,
                                       liger_fused_linear_cross_entropy, liger_geglu, liger_layer_norm,
-                                      liger_relu_squared, liger_rms_norm, liger_softmax, liger_rope, liger_swiglu)
+                                      liger_relu_squared, liger_rms_norm, liger_softmax, liger_sparsemax, liger_rope,
+                                      liger_swiglu)
 from .transformers.geglu import LigerGEGLUMLP
 from .transformers.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
 from .transformers.layer_norm import LigerLayerNorm
@@ -28,6 +29,7 @@ from .transformers.rope import liger_rotary_pos_emb
 from .transformers.softmax import LigerSoftmax
 from .transformers.poly_norm import LigerPolyNorm
 from .transformers.functional import liger_poly_norm
+from .transformers.sparsemax import LigerSparsemax
 from .transformers.swiglu import LigerSwiGLUMLP
 
 
@@ -53,4 +55,5 @@ __all__ = [
     "LigerReLUSquaredFunction", "LigerReLUSquared", "liger_relu_squared",
     "LigerSoftmaxFunction", "LigerSoftmax", "liger_softmax",
     "LigerPolyNormFunction", "LigerPolyNorm", "liger_poly_norm",
+    "LigerSparsemaxFunction", "LigerSparsemax", "liger_sparsemax",
 ]

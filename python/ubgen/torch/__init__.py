@@ -18,6 +18,7 @@ from .rms_norm import RMSNorm, RMSNormFunction, rms_norm
 from .rope import RopeFunction, rope
 from .softmax import Softmax, SoftmaxFunction, softmax
 from .poly_norm import PolyNorm, PolyNormFunction, poly_norm
+from .sparsemax import Sparsemax, SparsemaxFunction, sparsemax
 from ._util import empty_cache, pool_bytes, set_pool_limit
 
 __all__ = [
@@ -33,5 +34,6 @@ __all__ = [
     "RopeFunction", "rope",
     "Softmax", "SoftmaxFunction", "softmax",
     "PolyNorm", "PolyNormFunction", "poly_norm",
+    "Sparsemax", "SparsemaxFunction", "sparsemax",
     "empty_cache", "pool_bytes", "set_pool_limit",
 ]

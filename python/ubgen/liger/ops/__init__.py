@@ -11,9 +11,11 @@ from ...torch.rms_norm import RMSNormFunction as LigerRMSNormFunction
 from .relu_squared import LigerReLUSquaredFunction
 from .softmax import LigerSoftmaxFunction
 from .poly_norm import LigerPolyNormFunction
+from .sparsemax import LigerSparsemaxFunction
 from ...torch.rope import RopeFunction as LigerRopeFunction
 
 __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerFusedLinearCrossEntropyFunction",
            "LigerDyTFunction", "LigerEmbeddingFunction", "LigerGELUMulFunction", "LigerLayerNormFunction", "LigerReLUSquaredFunction", "LigerRMSNormFunction",
            "LigerRopeFunction", "LigerSiLUMulFunction", "LigerSoftmaxFunction",
-           "LigerPolyNormFunction"]
+           "LigerPolyNormFunction",
+           "LigerSparsemaxFunction"]

@@ -15,6 +15,7 @@ from .relu_squared import LigerReLUSquared
 from .rope import liger_rotary_pos_emb
 from .softmax import LigerSoftmax
 from .poly_norm import LigerPolyNorm
+from .sparsemax import LigerSparsemax
 from .swiglu import (LigerBlockSparseTop2MLP, LigerExperts, LigerFalconH1SwiGLUMLP, LigerPhi3SwiGLUMLP,
                      LigerQwen3MoeSwiGLUMLP, LigerSwiGLUMLP)
 
@@ -32,7 +33,7 @@ def __getattr__(name):
 
 __all__ = ["LigerCrossEntropyLoss", "LigerDyT", "LigerEmbedding", "LigerFusedLinearCrossEntropyLoss", "LigerGEGLUMLP",
            "LigerGEGLUMLPForGemma4",
-           "LigerLayerNorm", "LigerReLUSquared", "LigerRMSNorm", "LigerSoftmax", "LigerRMSNormForGemma", "LigerRMSNormForGemma2", "LigerRMSNormForGemma3",
+           "LigerLayerNorm", "LigerReLUSquared", "LigerRMSNorm", "LigerSoftmax", "LigerSparsemax", "LigerRMSNormForGemma", "LigerRMSNormForGemma2", "LigerRMSNormForGemma3",
            "LigerRMSNormForGlm4", "LigerRMSNormForOlmo2", "LigerSwiGLUMLP", "LigerBlockSparseTop2MLP", "LigerExperts",
            "LigerFalconH1SwiGLUMLP", "LigerPhi3SwiGLUMLP", "LigerQwen3MoeSwiGLUMLP", "AutoLigerKernelForCausalLM",
            "liger_rotary_pos_emb", "LigerPolyNorm"]

@@ -8,7 +8,7 @@ from ...torch.attn_res import attn_res
 from ...torch.rope import rope
 from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedLinearCrossEntropyFunction,
                    LigerGELUMulFunction, LigerLayerNormFunction, LigerReLUSquaredFunction, LigerRMSNormFunction,
-                   LigerSiLUMulFunction, LigerSoftmaxFunction)
+                   LigerSiLUMulFunction, LigerSoftmaxFunction, LigerSparsemaxFunction)
 from ..ops.poly_norm import LigerPolyNormFunction
 
 
@@ -84,6 +84,10 @@ def liger_softmax(x):
 
 def liger_poly_norm(X, W, B, eps=1e-6, in_place=True):
     return LigerPolyNormFunction.apply(X, W, B, eps, in_place)
+
+
+def liger_sparsemax(input, dim=-1):
+    return LigerSparsemaxFunction.apply(input, dim)
 
 
 def liger_rope(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
