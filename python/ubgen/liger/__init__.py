@@ -11,13 +11,14 @@ replacing `liger_kernel` with `ubgen.liger` in an import line is enough.
 from .ops import (LigerAttnResFunction, LigerCrossEntropyFunction, LigerDyTFunction, LigerEmbeddingFunction,
                   LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerLayerNormFunction,
                   LigerReLUSquaredFunction, LigerRMSNormFunction, LigerRopeFunction, LigerSiLUMulFunction,
-                  LigerSoftmaxFunction)
+                  LigerSoftmaxFunction, LigerQwen2VLMRopeFunction, LigerLlama4RopeFunction)
 from .transformers.cross_entropy import LigerCrossEntropyLoss
 from .transformers.dyt import LigerDyT
 from .transformers.experimental.embedding import LigerEmbedding
 from .transformers.functional import (CrossEntropyOutput, liger_attn_res, liger_cross_entropy, liger_dyt,
                                       liger_fused_linear_cross_entropy, liger_geglu, liger_layer_norm,
-                                      liger_relu_squared, liger_rms_norm, liger_softmax, liger_rope, liger_swiglu)
+                                      liger_relu_squared, liger_rms_norm, liger_softmax, liger_rope, liger_swiglu,
+                                      liger_qwen2vl_mrope)
 from .transformers.geglu import LigerGEGLUMLP
 from .transformers.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
 from .transformers.layer_norm import LigerLayerNorm
@@ -25,6 +26,8 @@ from .transformers.relu_squared import LigerReLUSquared
 from .transformers.rms_norm import LigerRMSNorm
 from .transformers.rope import liger_rotary_pos_emb
 from .transformers.softmax import LigerSoftmax
+from .transformers.qwen2vl_mrope import liger_multimodal_rotary_pos_emb
+from .transformers.llama4_rope import liger_llama4_text_rotary_pos_emb, liger_llama4_vision_rotary_pos_emb
 from .transformers.swiglu import LigerSwiGLUMLP
 
 
@@ -49,4 +52,6 @@ __all__ = [
     "LigerDyTFunction", "LigerDyT", "liger_dyt",
     "LigerReLUSquaredFunction", "LigerReLUSquared", "liger_relu_squared",
     "LigerSoftmaxFunction", "LigerSoftmax", "liger_softmax",
+    "LigerQwen2VLMRopeFunction", "liger_qwen2vl_mrope", "liger_multimodal_rotary_pos_emb",
+    "LigerLlama4RopeFunction", "liger_llama4_text_rotary_pos_emb", "liger_llama4_vision_rotary_pos_emb",
 ]

@@ -10,8 +10,11 @@ from ...torch.layer_norm import LayerNormFunction as LigerLayerNormFunction
 from ...torch.rms_norm import RMSNormFunction as LigerRMSNormFunction
 from .relu_squared import LigerReLUSquaredFunction
 from .softmax import LigerSoftmaxFunction
+from .qwen2vl_mrope import LigerQwen2VLMRopeFunction
+from .llama4_rope import LigerLlama4RopeFunction
 from ...torch.rope import RopeFunction as LigerRopeFunction
 
 __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerFusedLinearCrossEntropyFunction",
            "LigerDyTFunction", "LigerEmbeddingFunction", "LigerGELUMulFunction", "LigerLayerNormFunction", "LigerReLUSquaredFunction", "LigerRMSNormFunction",
-           "LigerRopeFunction", "LigerSiLUMulFunction", "LigerSoftmaxFunction"]
+           "LigerRopeFunction", "LigerSiLUMulFunction", "LigerSoftmaxFunction",
+           "LigerQwen2VLMRopeFunction", "LigerLlama4RopeFunction"]
