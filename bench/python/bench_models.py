@@ -32,6 +32,8 @@ import common
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 from ubgen.liger.transformers import monkey_patch  # noqa: E402
 
+# the vision-language families: their conditional-generation model
+VL = ("qwen2_vl", "qwen2_5_vl")
 # what a family's mini model needs beyond the common shape
 EXTRA = {
     "mixtral": dict(num_local_experts=4, num_experts_per_tok=2),
@@ -52,6 +54,13 @@ def config(family, a):
               sliding_window=a.seq)
     if family == "falcon_h1":  # its state heads must fill expand x hidden
         kw.update(mamba_d_ssm=2 * a.hidden, mamba_n_heads=2 * a.hidden // 64, mamba_d_head=64)
+    if family in VL:  # trained on text; a one-block vision tower, M-RoPE sections of the 64-wide head
+        rope = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [16, 8, 8]}
+        return AutoConfig.for_model(family, text_config=dict(kw, rope_parameters=rope),
+                                    vision_config=dict(depth=1, embed_dim=64, num_heads=1, out_hidden_size=a.hidden))
+    if family == "llama4":  # its causal LM is the text model's
+        return AutoConfig.for_model("llama4_text", **kw, intermediate_size_mlp=inter, num_local_experts=4,
+                                    interleave_moe_layer_step=2)
     return AutoConfig.for_model(family, **kw, **EXTRA.get(family, {}))
 
 
@@ -84,11 +93,12 @@ class Globals:
 
 
 def run(family, dt, a):
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
     fam = monkey_patch.FAMILIES[family]
     modeling = importlib.import_module("transformers.models.%s.modeling_%s" % (fam.module, fam.module))
     torch.manual_seed(0)
-    stock = AutoModelForCausalLM.from_config(config(family, a)).to(dt).train()
+    auto = AutoModelForImageTextToText if family in VL else AutoModelForCausalLM
+    stock = auto.from_config(config(family, a)).to(dt).train()
     patched = copy.deepcopy(stock)
     env = Globals(modeling)
     monkey_patch._apply_liger_kernel_to_instance(patched)

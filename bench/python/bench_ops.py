@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,dyt,relu_squared,softmax,poly_norm,sparsemax,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,poly_norm,sparsemax,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -257,6 +257,56 @@ def rope_case(T, dt, Hq=32, Hk=8, D=128):
     }, None
 
 
+def mrope_case(T, dt, Hq=32, Hk=8, D=128):
+    """Liger's benchmark_qwen2vl_mrope: q, k as rope_case's, cos and sin [3,
+    1, T, D] of three position streams, mrope_section as Liger's (D 128: 16,
+    24, 24); torch is transformers 4's apply_multimodal_rotary_pos_emb"""
+    hw = D * 3 // 16
+    sections = [D // 2 - 2 * hw, hw, hw]
+    q = torch.randn(1, T, Hq, D, dtype=dt).transpose(1, 2).requires_grad_()
+    k = torch.randn(1, T, Hk, D, dtype=dt).transpose(1, 2).requires_grad_()
+    angle = torch.randn(3, 1, T, D // 2)
+    cos, sin = torch.cat((angle, angle), -1).cos().to(dt), torch.cat((angle, angle), -1).sin().to(dt)
+
+    def half(x):
+        return torch.cat((-x[..., D // 2:], x[..., :D // 2]), dim=-1)
+
+    def torch_mrope():
+        c, s = (torch.cat([m[i % 3] for i, m in enumerate(t.split(sections * 2, dim=-1))], -1).unsqueeze(1)
+                for t in (cos, sin))
+        return q * c + half(q) * s, k * c + half(k) * s
+
+    gq, gk = torch.randn(q.shape, dtype=dt), torch.randn(k.shape, dtype=dt)
+    return {
+        "ubgen": lambda: step(lambda: ut.mrope(q, k, cos, sin, sections), (q, k), lambda y: (gq, gk)),
+        "torch": lambda: step(torch_mrope, (q, k), lambda y: (gq, gk)),
+        "copy": row_copies(T * (Hq + Hk) * D * q.element_size()),
+    }, None
+
+
+def llama4_rope_case(T, dt, Hq=32, Hk=8, D=128):
+    """Liger's benchmark_llama4_rope: q [1, T, Hq, D], k [1, T, Hk, D],
+    freqs_cis [1, T, D/2] complex; torch is transformers' apply_rotary_emb"""
+    q = torch.randn(1, T, Hq, D, dtype=dt, requires_grad=True)
+    k = torch.randn(1, T, Hk, D, dtype=dt, requires_grad=True)
+    angle = torch.randn(1, T, D // 2)
+    freqs = torch.polar(torch.ones_like(angle), angle)
+
+    def torch_rope():
+        out = []
+        for x in (q, k):
+            xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+            out.append(torch.view_as_real(xc * freqs[:, :, None, :]).flatten(3).type_as(x))
+        return tuple(out)
+
+    gq, gk = torch.randn(q.shape, dtype=dt), torch.randn(k.shape, dtype=dt)
+    return {
+        "ubgen": lambda: step(lambda: ut.llama4_rope(q, k, freqs), (q, k), lambda y: (gq, gk)),
+        "torch": lambda: step(torch_rope, (q, k), lambda y: (gq, gk)),
+        "copy": row_copies(T * (Hq + Hk) * D * q.element_size()),
+    }, None
+
+
 OPS = {
     # name: (case(x, dtype), x_name, x_label, x values, quick x values, fixed shape, dtypes)
     "rms_norm": (lambda H, dt: rms_norm_case(2048, H, dt), "H", "hidden size", [1024, 2048, 4096, 8192], [4096],
@@ -278,6 +328,10 @@ OPS = {
                    {"M": 4096}, ["f32", "bf16"]),
     "rope": (rope_case, "T", "tokens", [1024, 2048, 4096, 8192], [2048], {"bsz": 1, "Hq": 32, "Hk": 8, "D": 128},
              ["f32", "bf16"]),
+    "qwen2vl_mrope": (mrope_case, "T", "tokens", [1024, 2048, 4096, 8192], [2048],
+                      {"bsz": 1, "Hq": 32, "Hk": 8, "D": 128}, ["f32", "bf16"]),
+    "llama4_rope": (llama4_rope_case, "T", "tokens", [1024, 2048, 4096, 8192], [2048],
+                    {"bsz": 1, "Hq": 32, "Hk": 8, "D": 128}, ["f32", "bf16"]),
     "dyt": (lambda BT, dt: dyt_case(BT, 4096, dt), "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096],
             {"H": 4096}, ["f32", "bf16"]),
     "relu_squared": (lambda BT, dt: unary_case(ut.relu_squared, lambda x: torch.square(torch.relu(x)), BT, 4096, dt),

@@ -162,6 +162,22 @@ UBG_API ubg_status ubg_rope_bwd(ubg_ctx *, ubg_dtype, int64_t bt, int64_t seq, i
     int64_t hk, int64_t d, const void *dq_out, const void *dk_out, const void *cos, const void *sin, void *dq,
     void *dk);
 
+/* Llama 4's rotary position embedding (transformers' apply_rotary_emb and
+ * vision_apply_rotary_emb; Liger's LigerLlama4RopeFunction), q [bt, hq, d]
+ * and k [bt, hk, d] token-major, each head d/2 interleaved pairs (re, im);
+ * freqs [freq_rows, d] f32, the pairs (cos, sin) of freqs_cis (its
+ * torch.view_as_real), freq_rows = seq (one row per position) or bt (one
+ * per token):
+ *   fwd: each pair times its frequency, (x_re + i x_im)(f_re + i f_im)
+ *   bwd: the gradients times the conjugate frequency
+ * d even, bt whole sequences of seq tokens; q_out may equal q, k_out k, dq
+ * dq_out and dk dk_out. */
+UBG_API ubg_status ubg_llama4_rope_fwd(ubg_ctx *, ubg_dtype, int64_t bt, int64_t seq, int64_t freq_rows,
+    int64_t hq, int64_t hk, int64_t d, const void *q, const void *k, const float *freqs, void *q_out, void *k_out);
+UBG_API ubg_status ubg_llama4_rope_bwd(ubg_ctx *, ubg_dtype, int64_t bt, int64_t seq, int64_t freq_rows,
+    int64_t hq, int64_t hk, int64_t d, const void *dq_out, const void *dk_out, const float *freqs, void *dq,
+    void *dk);
+
 UBG_API ubg_status ubg_attn_res_fwd(ubg_ctx *, ubg_dtype, int64_t nblocks, int64_t tokens,
     int64_t dim, const void *v /* [nblocks,tokens,dim] */, const void *w_query,
     const void *w_norm, float eps, void *out /* [tokens,dim] */,

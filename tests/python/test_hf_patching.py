@@ -6,7 +6,14 @@ the final top-k log-probabilities and every final parameter within
 Liger's tolerances. Patching an instance (model=) and patching the
 classes before the model is made are both checked, and the fused-loss
 forward's options against the stock forward's. The 32-step runs are
-marked `integration` (make test-integration, a CI stage of its own)."""
+marked `integration` (make test-integration, a CI stage of its own).
+
+Qwen2-VL and Qwen2.5-VL train as their ForConditionalGeneration on text
+alone (a one-block vision tower is made, patched, and left unused:
+transformers then gives the three M-RoPE position streams the same
+positions); Llama 4 trains as its text model, Llama4ForCausalLM, which is
+what apply_liger_kernel_to_llama4's fused loss replaces. Their vision
+parts are checked in test_vision_parts_are_patched."""
 import copy
 import importlib
 import inspect
@@ -15,7 +22,7 @@ import pytest
 import torch
 
 transformers = pytest.importorskip("transformers")
-from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
+from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText  # noqa: E402
 
 from ubgen.liger.transformers import AutoLigerKernelForCausalLM  # noqa: E402
 from ubgen.liger.transformers import monkey_patch as mp  # noqa: E402
@@ -31,7 +38,13 @@ MINI_EXTRA = {
     "gemma3_text": dict(final_logit_softcapping=30.0, sliding_window=16),
     "falcon_h1": dict(mamba_d_ssm=16, mamba_n_heads=4, mamba_d_head=4, mamba_n_groups=1, mamba_d_state=8,
                       mamba_d_conv=2, mamba_expand=2, mamba_chunk_size=8),
+    "llama4": dict(intermediate_size_mlp=64, num_local_experts=2, interleave_moe_layer_step=2),
 }
+# the vision-language families: a one-block vision tower, and M-RoPE sections of the head (8: 2 + 1 + 1 pairs)
+VL = ("qwen2_vl", "qwen2_5_vl")
+MINI_VISION = dict(depth=1, embed_dim=16, hidden_size=32, num_heads=2, intermediate_size=32, out_hidden_size=32,
+                   patch_size=2, spatial_merge_size=1, temporal_patch_size=1)
+MROPE = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 1, 1]}
 FAMILIES = sorted(mp.FAMILIES)
 # Liger's convergence tolerances: (atol, rtol) of the losses, the top-k log-probabilities and the parameters
 TOL = {torch.float32: dict(loss=(1e-8, 2e-5), logprobs=(1e-4, 1e-4), params=(5e-3, 1e-5)),
@@ -40,12 +53,18 @@ STEPS, BATCH, SEQ = 32, 2, 16
 
 
 def mini_config(model_type):
+    if model_type in VL:
+        return AutoConfig.for_model(model_type, text_config=dict(MINI, rope_parameters=MROPE),
+                                    vision_config=MINI_VISION)
+    if model_type == "llama4":  # its causal LM is the text model's
+        model_type = "llama4_text"
     return AutoConfig.for_model(model_type, **MINI, **MINI_EXTRA.get(model_type, {}))
 
 
 def make(model_type, dtype):
     torch.manual_seed(0)
-    return AutoModelForCausalLM.from_config(mini_config(model_type)).to(dtype)
+    auto = AutoModelForImageTextToText if model_type in VL else AutoModelForCausalLM
+    return auto.from_config(mini_config(model_type)).to(dtype)
 
 
 @pytest.fixture
@@ -56,7 +75,7 @@ def restore_transformers():
     for fam in mp.FAMILIES.values():
         mod = importlib.import_module("transformers.models.%s.modeling_%s" % (fam.module, fam.module))
         saved[mod] = dict(vars(mod))
-        causal = getattr(mod, fam.prefix + "ForCausalLM")
+        causal = getattr(mod, fam.stock_lm)
         saved[causal] = {"forward": causal.__dict__["forward"]}
     cross_entropy = torch.nn.functional.cross_entropy
     yield
@@ -112,8 +131,8 @@ def liger_modules(model):
 
 
 def stock_left(model, fam):
-    """modules of the family's norm or MLP class that still run their stock forward"""
-    classes = (fam.prefix + "RMSNorm", fam.prefix + fam.mlp_name)
+    """modules of the family's norm, MLP or LayerNorm class that still run their stock forward"""
+    classes = (fam.stock_norm, fam.stock_mlp, (fam.layer_norm or "").split(".")[-1])
     return [type(m).__name__ for m in model.modules()
             if type(m).__name__ in classes and not m._get_name().startswith("Liger")]
 
@@ -132,7 +151,7 @@ def test_instance_patch_converges_with_stock(model_type, dtype, restore_transfor
         assert {"LigerRMSNorm", fam.mlp_cls.__name__} <= liger_modules(patched)
         assert liger_modules(stock) == set()
         modeling = importlib.import_module("transformers.models.%s.modeling_%s" % (fam.module, fam.module))
-        assert (modeling.apply_rotary_pos_emb is mp.liger_rotary_pos_emb) == (fam.no_rope is None)
+        assert all(getattr(modeling, name) is fn for name, fn in fam.rope_fns) == (fam.no_rope is None)
 
     assert_converge(stock, patched, dtype, patch)
 
@@ -163,6 +182,51 @@ def test_class_patch_makes_liger_modules_with_stock_weights(model_type, restore_
 
 def _first(model, cls):
     return next((m for m in model.modules() if isinstance(m, cls)), None)
+
+
+def _grads_match(patched, stock):
+    for (name, a), (_, b) in zip(patched.named_parameters(), stock.named_parameters()):
+        assert (a.grad is None) == (b.grad is None), name
+        if a.grad is not None:
+            torch.testing.assert_close(a.grad, b.grad, atol=1e-5, rtol=1e-4, msg=lambda m, name=name: name + ": " + m)
+
+
+@pytest.mark.parametrize("model_type", ["qwen2_vl", "qwen2_5_vl", "llama4"])
+def test_vision_parts_are_patched(model_type, restore_transformers):
+    """the vision towers the text-only convergence runs leave unused: an
+    instance patch replaces their LayerNorms (Qwen2-VL's, Llama 4's) and
+    Llama 4's vision RoPE; with images Qwen2-VL's three M-RoPE position
+    streams differ. The loss (Qwen2-VL, Qwen2.5-VL) or the vision tower's
+    output (Llama 4, whose stock conditional-generation forward fails in
+    transformers 5.24) and every gradient match the stock model's."""
+    torch.manual_seed(0)
+    ids = torch.randint(7, MINI["vocab_size"], (BATCH, SEQ))
+    if model_type in VL:
+        config = AutoConfig.for_model(model_type, text_config=dict(MINI, rope_parameters=MROPE),
+                                      vision_config=MINI_VISION, image_token_id=3, video_token_id=4,
+                                      vision_start_token_id=5, vision_end_token_id=6)
+        ids[:, 2], ids[:, 3:7], ids[:, 7] = 5, 3, 6  # a 2 x 2 image of patches 2 x 2 after each start token
+        kw = dict(input_ids=ids, labels=ids, mm_token_type_ids=(ids == 3).int(), pixel_values=torch.randn(8, 12),
+                  image_grid_thw=torch.tensor([[1, 2, 2]] * BATCH))
+        run = lambda m: m(**kw).loss  # noqa: E731
+    else:
+        vision = dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=128, image_size=8,
+                      patch_size=2, vision_output_dim=32, projector_input_dim=32, projector_output_dim=32)
+        config = AutoConfig.for_model(model_type, text_config=dict(MINI, **MINI_EXTRA["llama4"]),
+                                      vision_config=vision)
+        pixels = torch.randn(BATCH, 3, 8, 8)
+        run = lambda m: m.vision_model(pixels).last_hidden_state.square().sum()  # noqa: E731
+    stock = AutoModelForImageTextToText.from_config(config)
+    patched = copy.deepcopy(stock)
+    stock.train(), patched.train()
+    want = run(stock)
+    want.backward()
+    mp._apply_liger_kernel_to_instance(patched)
+    assert stock_left(patched, mp.FAMILIES[model_type]) == []
+    got = run(patched)
+    got.backward()
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    _grads_match(patched, stock)
 
 
 def test_peft_modules_to_save_are_patched_on_both_copies(restore_transformers):
@@ -196,10 +260,14 @@ def test_peft_modules_to_save_are_patched_on_both_copies(restore_transformers):
 def test_signatures_and_defaults_are_ligers():
     for model_type, fn in mp.MODEL_TYPE_TO_APPLY_LIGER_FN.items():
         params = inspect.signature(fn).parameters
-        mlp = mp.FAMILIES[model_type].mlp
-        assert list(params) == ["rope", "cross_entropy", "fused_linear_cross_entropy", "rms_norm", mlp, "model"]
+        fam = mp.FAMILIES.get(model_type) or mp.FAMILIES[model_type[:-len("_text")]]
+        order = {"qwen2_vl": ["rms_norm", "layer_norm", "swiglu", "model"],
+                 "llama4": ["rms_norm", "swiglu", "model", "layer_norm"]}
+        order = order.get(fam.module, ["rms_norm", fam.mlp, "model"])
+        assert list(params) == ["rope", "cross_entropy", "fused_linear_cross_entropy"] + order, model_type
         want = {"rope": model_type != "glm4", "cross_entropy": model_type == "granite",
-                "fused_linear_cross_entropy": model_type != "granite", "rms_norm": True, mlp: True, "model": None}
+                "fused_linear_cross_entropy": model_type != "granite", "rms_norm": True, fam.mlp: True, "model": None}
+        want.update({"layer_norm": True} if fam.layer_norm else {})
         assert {k: p.default for k, p in params.items()} == want, model_type
     import ubgen.liger as liger
     assert liger.apply_liger_kernel_to_llama is mp.apply_liger_kernel_to_llama

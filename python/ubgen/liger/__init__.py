@@ -11,7 +11,8 @@ replacing `liger_kernel` with `ubgen.liger` in an import line is enough.
 from .ops import (LigerAttnResFunction, LigerCrossEntropyFunction, LigerDyTFunction, LigerEmbeddingFunction,
                   LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerLayerNormFunction,
                   LigerReLUSquaredFunction, LigerRMSNormFunction, LigerRopeFunction, LigerSiLUMulFunction,
-                  LigerSoftmaxFunction, LigerSparsemaxFunction)
+                  LigerSoftmaxFunction, LigerSparsemaxFunction, LigerQwen2VLMRopeFunction,
+                  LigerLlama4RopeFunction)
 from .ops.poly_norm import LigerPolyNormFunction
 from .transformers.cross_entropy import LigerCrossEntropyLoss
 from .transformers.dyt import LigerDyT
@@ -19,7 +20,7 @@ from .transformers.experimental.embedding import LigerEmbedding
 from .transformers.functional import (CrossEntropyOutput, liger_attn_res, liger_cross_entropy, liger_dyt,
                                       liger_fused_linear_cross_entropy, liger_geglu, liger_layer_norm,
                                       liger_relu_squared, liger_rms_norm, liger_softmax, liger_sparsemax, liger_rope,
-                                      liger_swiglu)
+                                      liger_swiglu, liger_qwen2vl_mrope)
 from .transformers.geglu import LigerGEGLUMLP
 from .transformers.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
 from .transformers.layer_norm import LigerLayerNorm
@@ -30,6 +31,8 @@ from .transformers.softmax import LigerSoftmax
 from .transformers.poly_norm import LigerPolyNorm
 from .transformers.functional import liger_poly_norm
 from .transformers.sparsemax import LigerSparsemax
+from .transformers.qwen2vl_mrope import liger_multimodal_rotary_pos_emb
+from .transformers.llama4_rope import liger_llama4_text_rotary_pos_emb, liger_llama4_vision_rotary_pos_emb
 from .transformers.swiglu import LigerSwiGLUMLP
 
 
@@ -56,4 +59,6 @@ __all__ = [
     "LigerSoftmaxFunction", "LigerSoftmax", "liger_softmax",
     "LigerPolyNormFunction", "LigerPolyNorm", "liger_poly_norm",
     "LigerSparsemaxFunction", "LigerSparsemax", "liger_sparsemax",
+    "LigerQwen2VLMRopeFunction", "liger_qwen2vl_mrope", "liger_multimodal_rotary_pos_emb",
+    "LigerLlama4RopeFunction", "liger_llama4_text_rotary_pos_emb", "liger_llama4_vision_rotary_pos_emb",
 ]

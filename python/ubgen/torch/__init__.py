@@ -15,7 +15,8 @@ from .glu import GEGLUMLP, GELUMulFunction, SiLUMulFunction, SwiGLUMLP, geglu, s
 from .layer_norm import LayerNorm, LayerNormFunction, layer_norm
 from .relu_squared import ReLUSquared, ReLUSquaredFunction, relu_squared
 from .rms_norm import RMSNorm, RMSNormFunction, rms_norm
-from .rope import RopeFunction, rope
+from .rope import MRopeFunction, RopeFunction, mrope, rope
+from .llama4_rope import Llama4RopeFunction, llama4_rope
 from .softmax import Softmax, SoftmaxFunction, softmax
 from .poly_norm import PolyNorm, PolyNormFunction, poly_norm
 from .sparsemax import Sparsemax, SparsemaxFunction, sparsemax
@@ -31,7 +32,7 @@ __all__ = [
     "LayerNorm", "LayerNormFunction", "layer_norm",
     "ReLUSquared", "ReLUSquaredFunction", "relu_squared",
     "RMSNorm", "RMSNormFunction", "rms_norm",
-    "RopeFunction", "rope",
+    "RopeFunction", "rope", "MRopeFunction", "mrope", "Llama4RopeFunction", "llama4_rope",
     "Softmax", "SoftmaxFunction", "softmax",
     "PolyNorm", "PolyNormFunction", "poly_norm",
     "Sparsemax", "SparsemaxFunction", "sparsemax",

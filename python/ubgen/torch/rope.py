@@ -5,6 +5,7 @@ place, transformers' apply_rotary_pos_emb (the rotate-half convention):
     cos, sin [1 or B, T, R] or [T, R]  (R = D; R < D rotates the first R columns, as Phi-3's partial rotary)
     q_out = q cos + rotate_half(q) sin, the same for k; in q's dtype
     backward: dq, dk through the transposed rotation; none for cos and sin (Liger's)
+    M-RoPE (Qwen2-VL): cos, sin [3, B, T, D] picked per column section into [B, T, D] (mrope_table)
 
 The kernel takes q and k token-major, [B, T, H, D]: the layout of the
 projection a model views as [B, H, T, D] by transposing, so such a q is
@@ -99,3 +100,41 @@ def rope(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
         return RopeFunction.apply(q, k, cos, sin, position_ids, unsqueeze_dim)
     q_rot, k_rot = RopeFunction.apply(q[..., :R], k[..., :R], cos, sin, position_ids, unsqueeze_dim)
     return torch.cat([q_rot, q[..., R:]], dim=-1), torch.cat([k_rot, k[..., R:]], dim=-1)
+
+
+def mrope_table(t, mrope_section):
+    """Qwen2-VL's cos or sin [3, B, T, D] (a table per position stream:
+    temporal, height, width) as [B, T, D]: the columns of section i from
+    stream i % 3, the sections laid over each half of D (transformers'
+    apply_multimodal_rotary_pos_emb); a [B, T, D] table is taken as already
+    picked (transformers >= 5's Qwen2VLRotaryEmbedding picks it)"""
+    if t.dim() == 3:
+        return t
+    sections = [int(s) for s in mrope_section]
+    if t.dim() != 4 or t.shape[0] != 3 or 2 * sum(sections) != t.shape[-1] or min(sections, default=0) < 0:
+        raise ValueError("cos has shape %s and mrope_section is %s; cos [3, B, T, D] with the sections summing to "
+                         "D/2" % (tuple(t.shape), list(mrope_section)))
+    return torch.cat([part[i % 3] for i, part in enumerate(t.split(sections * 2, dim=-1))], dim=-1)
+
+
+class MRopeFunction(torch.autograd.Function):
+    """Qwen2-VL's multimodal RoPE (M-RoPE): RopeFunction on the [B, T, D]
+    cos and sin that mrope_table picks from the three position streams"""
+
+    @staticmethod
+    def forward(ctx, q, k, cos, sin, mrope_section, unsqueeze_dim=1):
+        cos, sin = mrope_table(cos, mrope_section), mrope_table(sin, mrope_section)
+        if isinstance(q, torch.Tensor) and cos.shape[-1] != q.shape[-1]:
+            raise ValueError("cos has %d columns and q's heads %d; M-RoPE rotates whole heads"
+                             % (cos.shape[-1], q.shape[-1]))
+        return RopeFunction.forward(ctx, q, k, cos, sin, None, unsqueeze_dim)
+
+    @staticmethod
+    def backward(ctx, dq, dk):
+        return RopeFunction.backward(ctx, dq, dk)
+
+
+def mrope(q, k, cos, sin, mrope_section, unsqueeze_dim=1):
+    """(q_out, k_out): q [B, Hq, T, D], k [B, Hk, T, D], cos and sin [3, B,
+    T, D] picked by mrope_section ([t, h, w], summing to D/2)"""
+    return MRopeFunction.apply(q, k, cos, sin, mrope_section, unsqueeze_dim)

@@ -12,10 +12,12 @@ from .relu_squared import LigerReLUSquaredFunction
 from .softmax import LigerSoftmaxFunction
 from .poly_norm import LigerPolyNormFunction
 from .sparsemax import LigerSparsemaxFunction
+from .qwen2vl_mrope import LigerQwen2VLMRopeFunction
+from .llama4_rope import LigerLlama4RopeFunction
 from ...torch.rope import RopeFunction as LigerRopeFunction
 
 __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerFusedLinearCrossEntropyFunction",
            "LigerDyTFunction", "LigerEmbeddingFunction", "LigerGELUMulFunction", "LigerLayerNormFunction", "LigerReLUSquaredFunction", "LigerRMSNormFunction",
            "LigerRopeFunction", "LigerSiLUMulFunction", "LigerSoftmaxFunction",
            "LigerPolyNormFunction",
-           "LigerSparsemaxFunction"]
+           "LigerSparsemaxFunction", "LigerQwen2VLMRopeFunction", "LigerLlama4RopeFunction"]

@@ -16,6 +16,7 @@ from .rope import liger_rotary_pos_emb
 from .softmax import LigerSoftmax
 from .poly_norm import LigerPolyNorm
 from .sparsemax import LigerSparsemax
+from .llama4_rope import liger_llama4_text_rotary_pos_emb, liger_llama4_vision_rotary_pos_emb
 from .swiglu import (LigerBlockSparseTop2MLP, LigerExperts, LigerFalconH1SwiGLUMLP, LigerPhi3SwiGLUMLP,
                      LigerQwen3MoeSwiGLUMLP, LigerSwiGLUMLP)
 
@@ -36,4 +37,5 @@ __all__ = ["LigerCrossEntropyLoss", "LigerDyT", "LigerEmbedding", "LigerFusedLin
            "LigerLayerNorm", "LigerReLUSquared", "LigerRMSNorm", "LigerSoftmax", "LigerSparsemax", "LigerRMSNormForGemma", "LigerRMSNormForGemma2", "LigerRMSNormForGemma3",
            "LigerRMSNormForGlm4", "LigerRMSNormForOlmo2", "LigerSwiGLUMLP", "LigerBlockSparseTop2MLP", "LigerExperts",
            "LigerFalconH1SwiGLUMLP", "LigerPhi3SwiGLUMLP", "LigerQwen3MoeSwiGLUMLP", "AutoLigerKernelForCausalLM",
-           "liger_rotary_pos_emb", "LigerPolyNorm"]
+           "liger_rotary_pos_emb", "LigerPolyNorm", "liger_llama4_text_rotary_pos_emb",
+           "liger_llama4_vision_rotary_pos_emb"]

@@ -8,7 +8,8 @@ from ...torch.attn_res import attn_res
 from ...torch.rope import rope
 from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedLinearCrossEntropyFunction,
                    LigerGELUMulFunction, LigerLayerNormFunction, LigerReLUSquaredFunction, LigerRMSNormFunction,
-                   LigerSiLUMulFunction, LigerSoftmaxFunction, LigerSparsemaxFunction)
+                   LigerSiLUMulFunction, LigerSoftmaxFunction, LigerSparsemaxFunction,
+                   LigerQwen2VLMRopeFunction)
 from ..ops.poly_norm import LigerPolyNormFunction
 
 
@@ -94,3 +95,7 @@ def liger_rope(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
     """(q, k) rotated as transformers' apply_rotary_pos_emb: q [B, Hq, T, D],
     k [B, Hk, T, D], cos and sin [1 or B, T, D]"""
     return rope(q, k, cos, sin, position_ids, unsqueeze_dim)
+
+
+def liger_qwen2vl_mrope(q, k, cos, sin, mrope_section, unsqueeze_dim=1):
+    return LigerQwen2VLMRopeFunction.apply(q, k, cos, sin, mrope_section, unsqueeze_dim)

@@ -20,6 +20,8 @@ from . import rms_norm as norms
 from . import swiglu as mlps
 from .functional import liger_cross_entropy
 from .geglu import LigerGEGLUMLP
+from .layer_norm import LigerLayerNorm
+from .llama4_rope import liger_llama4_text_rotary_pos_emb, liger_llama4_vision_rotary_pos_emb
 from .model.causal_lm import lce_forward
 from .rope import liger_rotary_pos_emb
 
@@ -43,6 +45,24 @@ class Family:
     defaults: dict = field(default_factory=dict)     # flags whose default differs from Liger's usual
     no_flce: Optional[str] = None    # why fused_linear_cross_entropy cannot apply
     no_rope: Optional[str] = None    # why rope cannot apply even in Liger
+    mlp_class: str = ""              # the MLP class replaced, where not <prefix><mlp_name>
+    lm_class: str = ""               # the class whose forward the fused loss replaces, where not <prefix>ForCausalLM
+    rope_fns: tuple = (("apply_rotary_pos_emb", liger_rotary_pos_emb),)  # (module's function, replacement)
+    layer_norm: Optional[str] = None  # the LayerNorm a layer_norm flag replaces, by the module's name for it;
+                                      # "nn.LayerNorm": torch's, made directly, so replaced on instances alone
+    params: tuple = ()               # Liger's parameter order, where not rope, the losses, rms_norm, mlp, model
+
+    @property
+    def stock_norm(self):
+        return self.prefix + "RMSNorm"
+
+    @property
+    def stock_mlp(self):
+        return self.mlp_class or self.prefix + self.mlp_name
+
+    @property
+    def stock_lm(self):
+        return self.lm_class or self.prefix + "ForCausalLM"
 
 
 FAMILIES = {
@@ -68,6 +88,19 @@ FAMILIES = {
                    defaults={"rope": False}, no_rope="Glm4 rotates half of each head, interleaved"),
     "falcon_h1": Family("falcon_h1", "FalconH1", mlp_cls=mlps.LigerFalconH1SwiGLUMLP),
     "exaone4": Family("exaone4", "Exaone4", norms.LigerRMSNormForGlm4, _KEEP_DY),
+    # transformers 5's Qwen2-VL rotary embedding picks the M-RoPE sections
+    # itself and hands apply_rotary_pos_emb a [B, T, D] cos (Liger's target,
+    # apply_multimodal_rotary_pos_emb, is gone there)
+    "qwen2_vl": Family("qwen2_vl", "Qwen2VL", mlp_class="Qwen2MLP", lm_class="Qwen2VLForConditionalGeneration",
+                       layer_norm="LayerNorm", params=("rope", "cross_entropy", "fused_linear_cross_entropy",
+                                                       "rms_norm", "layer_norm", "swiglu", "model")),
+    "qwen2_5_vl": Family("qwen2_5_vl", "Qwen2_5_VL", mlp_class="Qwen2MLP",
+                         lm_class="Qwen2_5_VLForConditionalGeneration"),
+    "llama4": Family("llama4", "Llama4Text", lm_class="Llama4ForCausalLM",
+                     rope_fns=(("apply_rotary_emb", liger_llama4_text_rotary_pos_emb),
+                               ("vision_apply_rotary_emb", liger_llama4_vision_rotary_pos_emb)),
+                     layer_norm="nn.LayerNorm", params=("rope", "cross_entropy", "fused_linear_cross_entropy",
+                                                        "rms_norm", "swiglu", "model", "layer_norm")),
 }
 
 def _bind_method_to_module(module, method_name, new_method):
@@ -91,6 +124,11 @@ def _patch_rms_norm_module(module, offset=0.0, eps=1e-6, casting_mode="llama", i
             in_place=in_place, row_mode=row_mode)
 
 
+def _patch_layer_norm_module(module, eps=1e-6):
+    eps = getattr(module, "variance_epsilon", None) or getattr(module, "eps", None) or eps
+    _rebind(module, LigerLayerNorm, variance_epsilon=eps, hidden_size=module.weight.shape[0])
+
+
 def _apply(model_type, model=None, **flags):
     fam = FAMILIES[model_type]
     if flags.get("cross_entropy") and flags.get("fused_linear_cross_entropy"):
@@ -100,11 +138,14 @@ def _apply(model_type, model=None, **flags):
         if fam.no_rope:
             raise NotImplementedError("liger_rotary_pos_emb is not available for %s models: %s" % (fam.prefix,
                                                                                                    fam.no_rope))
-        modeling.apply_rotary_pos_emb = liger_rotary_pos_emb
+        for name, fn in fam.rope_fns:
+            setattr(modeling, name, fn)
     if flags.get("rms_norm"):
-        setattr(modeling, fam.prefix + "RMSNorm", fam.norm_cls)
+        setattr(modeling, fam.stock_norm, fam.norm_cls)
     if flags.get(fam.mlp):
-        setattr(modeling, fam.prefix + fam.mlp_name, fam.mlp_cls)
+        setattr(modeling, fam.stock_mlp, fam.mlp_cls)
+    if flags.get("layer_norm") and model is None and "." not in fam.layer_norm:  # Liger's condition
+        setattr(modeling, fam.layer_norm, LigerLayerNorm)
     if flags.get("cross_entropy"):
         from transformers.loss.loss_utils import nn
         nn.functional.cross_entropy = liger_cross_entropy
@@ -112,30 +153,34 @@ def _apply(model_type, model=None, **flags):
         if fam.no_flce:
             raise NotImplementedError("LigerFusedLinearCrossEntropy is not available for %s models: %s"
                                       % (fam.prefix, fam.no_flce))
-        if model is not None:
+        lm = getattr(modeling, fam.stock_lm)
+        if isinstance(model, lm):
             model.forward = MethodType(lce_forward, model)
-        else:
-            getattr(modeling, fam.prefix + "ForCausalLM").forward = lce_forward
+        else:  # before the model is made, or a model that holds one (Llama 4's conditional generation)
+            lm.forward = lce_forward
     if model is None:
         return
     # every module of the replaced classes, wherever it sits (q_norm and
     # k_norm too, as a model made after the class patch would have them)
     for module in list(model.modules()):
         kind = type(module).__name__
-        if flags.get("rms_norm") and kind == fam.prefix + "RMSNorm":
+        if flags.get("rms_norm") and kind == fam.stock_norm:
             _patch_rms_norm_module(module, **fam.norm_kw)
-        elif flags.get(fam.mlp) and kind == fam.prefix + fam.mlp_name:
+        elif flags.get(fam.mlp) and kind == fam.stock_mlp:
             _rebind(module, fam.mlp_cls)
+        elif flags.get("layer_norm") and kind == fam.layer_norm.split(".")[-1]:
+            _patch_layer_norm_module(module)
 
 
 def _make(model_type):
     """apply_liger_kernel_to_<model_type> with Liger's signature and defaults"""
     fam = FAMILIES[model_type]
     defaults = {"rope": True, "cross_entropy": False, "fused_linear_cross_entropy": True, "rms_norm": True,
-                fam.mlp: True, **fam.defaults}
-    params = [inspect.Parameter(k, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=v, annotation=bool)
-              for k, v in defaults.items()]
-    params.append(inspect.Parameter("model", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None))
+                fam.mlp: True, **({"layer_norm": True} if fam.layer_norm else {}), **fam.defaults}
+    order = fam.params or tuple(defaults) + ("model",)
+    params = [inspect.Parameter(k, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None) if k == "model" else
+              inspect.Parameter(k, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=defaults[k], annotation=bool)
+              for k in order]
 
     def apply(*args, **kwargs):
         bound = inspect.Signature(params).bind(*args, **kwargs)
@@ -169,8 +214,14 @@ apply_liger_kernel_to_olmo3 = _make("olmo3")
 apply_liger_kernel_to_glm4 = _make("glm4")
 apply_liger_kernel_to_falcon_h1 = _make("falcon_h1")
 apply_liger_kernel_to_exaone4 = _make("exaone4")
+apply_liger_kernel_to_qwen2_vl = _make("qwen2_vl")
+apply_liger_kernel_to_qwen2_5_vl = _make("qwen2_5_vl")
+apply_liger_kernel_to_llama4 = _make("llama4")
 
 MODEL_TYPE_TO_APPLY_LIGER_FN = {t: globals()["apply_liger_kernel_to_" + t] for t in FAMILIES}
+# the text models' own config types, as Liger maps them
+MODEL_TYPE_TO_APPLY_LIGER_FN.update({t + "_text": MODEL_TYPE_TO_APPLY_LIGER_FN[t] for t in
+                                     ("qwen2_vl", "qwen2_5_vl", "llama4")})
 
 
 def _applicable(model_type, kwargs, missing):

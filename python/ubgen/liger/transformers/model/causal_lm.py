@@ -48,7 +48,7 @@ def lce_forward(self, input_ids=None, attention_mask=None, labels=None, logits_t
     kwargs go to the base model and to the loss (num_items_in_batch,
     return_token_accuracy, return_predicted_tokens, ...), as the stock
     forward passes them"""
-    config = self.config
+    config = self.config.get_text_config()  # a vision-language model's hidden_size and vocab_size are its text's
     shift_labels = kwargs.pop("shift_labels", None)
     moe = hasattr(config, "output_router_logits") and hasattr(self, "router_aux_loss_coef")
     if moe and kwargs.get("output_router_logits") is None:

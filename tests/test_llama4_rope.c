@@ -1,0 +1,147 @@
+/* Llama 4's RoPE against the double-precision reference
+ * (specs/llama4_rope_ref.c): every feasible variant, forced, over shapes
+ * from one head of d = 2 to rows of d = 2050 (wider than any whole-row
+ * variant), d = 92 (Liger's odd head size, 46 pairs: not a multiple of any
+ * BLOCK), grouped heads (hk < hq), frequencies per position and per token,
+ * every dtype, forward and backward; every variant and 1 and 2 threads
+ * give the same bits; outputs written over their inputs (as Liger rotates
+ * q and k in place) give the same bits; the backward is the forward's
+ * transpose (<R x, g> = <x, R^T g>); bad shapes are refused with every
+ * output byte untouched.
+ *
+ * Tolerances: Liger-Kernel's test_llama4_rope.py uses atol = rtol = 1e-5
+ * (f32) and 1e-1 / 1e-5 (bf16) against transformers' rotation in f32. Here
+ * the spec's, against double: f32 1e-6 / 1e-5, f16 1e-3 / 1e-3, bf16 1e-2 /
+ * 1e-2 (two products and a sum in f32, one rounding to the dtype). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+
+#include "test_util.h"
+
+typedef struct {
+  int64_t batch, seq, hq, hk, d;
+  int per_token; /* freqs a row per token (freq_rows = bt), else per position */
+} rope_case;
+
+static const rope_case cases[] = {
+    {1, 1, 1, 1, 2, 0}, {2, 5, 4, 2, 8, 0}, {3, 7, 5, 3, 92, 1}, {1, 3, 2, 2, 2050, 0}, {4, 33, 8, 2, 64, 1},
+};
+static const double tol_atol[3] = {1e-6, 1e-3, 1e-2}, tol_rtol[3] = {1e-5, 1e-3, 1e-2};
+
+static ubg_status run(ubg_ctx *ctx, int bwd, int dt, const rope_case *c, void *const *t) {
+  const int64_t bt = c->batch * c->seq, rows = c->per_token ? bt : c->seq;
+  return (bwd ? ubg_llama4_rope_bwd : ubg_llama4_rope_fwd)(ctx, dt, bt, c->seq, rows, c->hq, c->hk, c->d, t[0], t[1],
+                                                           t[2], t[3], t[4]);
+}
+
+/* one pass at one dtype and shape: every variant against the reference and
+ * the first variant's bits, 2 threads against 1 */
+static void sweep(int bwd, int dt, const rope_case *c) {
+  const int64_t bt = c->batch * c->seq, rows = c->per_token ? bt : c->seq;
+  const int64_t n[5] = {bt * c->hq * c->d, bt * c->hk * c->d, rows * c->d, bt * c->hq * c->d, bt * c->hk * c->d};
+  const size_t es = ref_dtype_bytes(dt);
+  void *t[5], *first[2];
+  for (int i = 0; i < 3; i++) t[i] = tc_tensor(i == 2 ? UBG_F32 : dt, n[i], 0, 1, (uint64_t)(n[i] * 5 + i + 11 * dt));
+  double *want[2];
+  ref_slot a[11] = {{0}};
+  double *outs[11] = {0};
+  for (int i = 0; i < 3; i++) a[i].p = t[i];
+  for (int o = 0; o < 2; o++) {
+    want[o] = outs[3 + o] = malloc((size_t)(n[3 + o] + 1) * sizeof(double));
+    t[3 + o] = malloc((size_t)n[3 + o] * es + 1), first[o] = malloc((size_t)n[3 + o] * es + 1);
+  }
+  a[5].i = bt, a[6].i = c->seq, a[7].i = rows, a[8].i = c->hq, a[9].i = c->hk, a[10].i = c->d;
+  const char *pass = bwd ? "bwd" : "fwd";
+  ref_find("llama4_rope", pass)->fn(a, dt, outs);
+  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_AUTO, 2)};
+  tc_variants vs = tc_kernel_variants("llama4_rope", pass, dt);
+  int ran = 0;
+  for (int v = 0; v < vs.n; v++) {
+    if (!vs.v[v].pt.tiled && 2 * tc_block_d(&vs.v[v]) < c->d) continue;
+    for (int k = 0; k < 2; k++) {
+      cr_assert_eq(ubg_set_variant(ctxs[k], "llama4_rope", pass, vs.v[v].name), UBG_OK, "%s",
+                   ubg_ctx_error(ctxs[k]));
+      for (int o = 0; o < 2; o++) memset(t[3 + o], 0xff, (size_t)n[3 + o] * es);
+      cr_assert_eq(run(ctxs[k], bwd, dt, c, t), UBG_OK, "%s: %s", vs.v[v].name, ubg_ctx_error(ctxs[k]));
+      for (int o = 0; o < 2; o++) {
+        const size_t bytes = (size_t)n[3 + o] * es;
+        if (ran == 0 && k == 0) {
+          double err;
+          const int64_t bad = ref_compare(t[3 + o], dt, want[o], n[3 + o], tol_atol[dt], tol_rtol[dt], &err);
+          cr_assert(bad < 0, "%s d=%lld %s[%lld] = %.9g, reference %.9g", vs.v[v].name, (long long)c->d,
+                    o ? "k" : "q", (long long)bad, ref_load(t[3 + o], bad, dt), want[o][bad]);
+          memcpy(first[o], t[3 + o], bytes);
+        } else {
+          cr_assert(!memcmp(first[o], t[3 + o], bytes), "%s (%d threads) d=%lld: %s differs from %s's bits",
+                    vs.v[v].name, k + 1, (long long)c->d, o ? "k" : "q", vs.v[0].name);
+        }
+      }
+    }
+    ran++;
+  }
+  cr_assert_gt(ran, 0, "no llama4_rope.%s variant applies to d = %lld", pass, (long long)c->d);
+  /* over the inputs: the same bits */
+  cr_assert_eq(ubg_set_variant(ctxs[1], "llama4_rope", pass, NULL), UBG_OK);
+  void *over[5] = {t[0], t[1], t[2], t[0], t[1]};
+  cr_assert_eq(run(ctxs[1], bwd, dt, c, over), UBG_OK, "%s", ubg_ctx_error(ctxs[1]));
+  cr_assert(!memcmp(t[0], first[0], (size_t)n[0] * es) && !memcmp(t[1], first[1], (size_t)n[1] * es),
+            "llama4_rope.%s %s d=%lld: outputs over their inputs differ", pass, ug_dtype_name(dt), (long long)c->d);
+  tc_free_variants(&vs);
+  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
+  for (int i = 0; i < 5; i++) free(t[i]);
+  for (int o = 0; o < 2; o++) free(want[o]), free(first[o]);
+}
+
+Test(llama4_rope, fwd_every_variant_against_the_reference, .timeout = 300 * TC_TIME_SCALE) {
+  for (int dt = 0; dt < 3; dt++)
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) sweep(0, dt, &cases[c]);
+}
+
+Test(llama4_rope, bwd_every_variant_against_the_reference, .timeout = 300 * TC_TIME_SCALE) {
+  for (int dt = 0; dt < 3; dt++)
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) sweep(1, dt, &cases[c]);
+}
+
+/* <R x, g> = <x, R^T g> in f32, to the rounding of the two sums */
+Test(llama4_rope, the_backward_is_the_forwards_transpose) {
+  const rope_case c = {2, 6, 4, 2, 64, 0};
+  const int64_t bt = c.batch * c.seq, nq = bt * c.hq * c.d, nk = bt * c.hk * c.d, nf = c.seq * c.d;
+  float *x[2] = {tc_tensor(0, nq, 0, 1, 1), tc_tensor(0, nk, 0, 1, 2)}, *g[2] = {tc_tensor(0, nq, 0, 1, 3),
+                                                                                   tc_tensor(0, nk, 0, 1, 4)};
+  float *freqs = tc_tensor(0, nf, 0, 1, 5);
+  float *rx[2] = {malloc((size_t)nq * 4), malloc((size_t)nk * 4)};
+  float *rg[2] = {malloc((size_t)nq * 4), malloc((size_t)nk * 4)};
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 2);
+  cr_assert_eq(ubg_llama4_rope_fwd(ctx, UBG_F32, bt, c.seq, c.seq, c.hq, c.hk, c.d, x[0], x[1], freqs, rx[0], rx[1]),
+               UBG_OK);
+  cr_assert_eq(ubg_llama4_rope_bwd(ctx, UBG_F32, bt, c.seq, c.seq, c.hq, c.hk, c.d, g[0], g[1], freqs, rg[0], rg[1]),
+               UBG_OK);
+  const int64_t n[2] = {nq, nk};
+  for (int t = 0; t < 2; t++) {
+    double lhs = 0, rhs = 0, scale = 0;
+    for (int64_t i = 0; i < n[t]; i++)
+      lhs += (double)rx[t][i] * g[t][i], rhs += (double)x[t][i] * rg[t][i], scale += fabs((double)x[t][i] * rg[t][i]);
+    cr_assert(fabs(lhs - rhs) <= 1e-6 * scale, "%s: <R x, g> = %.9g, <x, R^T g> = %.9g", t ? "k" : "q", lhs, rhs);
+  }
+  ubg_ctx_destroy(ctx);
+  for (int t = 0; t < 2; t++) free(x[t]), free(g[t]), free(rx[t]), free(rg[t]);
+  free(freqs);
+}
+
+Test(llama4_rope, refusals_write_nothing) {
+  enum { BT = 4, H = 2, D = 8 };
+  float q[BT * H * D], k[BT * H * D], freqs[BT * D], qo[BT * H * D], ko[BT * H * D];
+  for (int i = 0; i < BT * H * D; i++) q[i] = k[i] = (float)i, qo[i] = ko[i] = 7;
+  for (int i = 0; i < BT * D; i++) freqs[i] = (float)(1 - i % 2);
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 1);
+  cr_assert_eq(ubg_llama4_rope_fwd(ctx, UBG_F32, BT, 2, 2, H, H, 7, q, k, freqs, qo, ko), UBG_EINVAL);
+  cr_assert(strstr(ubg_ctx_error(ctx), "d % 2 == 0"), "%s", ubg_ctx_error(ctx));
+  cr_assert_eq(ubg_llama4_rope_fwd(ctx, UBG_F32, BT, 3, 3, H, H, D, q, k, freqs, qo, ko), UBG_EINVAL);
+  cr_assert(strstr(ubg_ctx_error(ctx), "seq"), "%s", ubg_ctx_error(ctx));
+  cr_assert_eq(ubg_llama4_rope_fwd(ctx, UBG_F32, BT, 2, 3, H, H, D, q, k, freqs, qo, ko), UBG_EINVAL);
+  cr_assert(strstr(ubg_ctx_error(ctx), "freq_rows"), "%s", ubg_ctx_error(ctx));
+  cr_assert_eq(ubg_llama4_rope_bwd(ctx, UBG_F32, BT, 2, 2, H, H, D, q, k, freqs, qo, q + 1), UBG_EINVAL,
+               "dk over dq_out");
+  for (int i = 0; i < BT * H * D; i++) cr_assert(qo[i] == 7 && ko[i] == 7);
+  ubg_ctx_destroy(ctx);
+}
