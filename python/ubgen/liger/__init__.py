@@ -10,17 +10,19 @@ replacing `liger_kernel` with `ubgen.liger` in an import line is enough.
 """
 from .ops import (LigerAttnResFunction, LigerCrossEntropyFunction, LigerDyTFunction, LigerEmbeddingFunction,
                   LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerLayerNormFunction,
-                  LigerReLUSquaredFunction, LigerRMSNormFunction, LigerRopeFunction, LigerSiLUMulFunction,
-                  LigerSoftmaxFunction)
+                  LigerModulatedRMSNormFunction, LigerReLUSquaredFunction, LigerRMSNormFunction, LigerRopeFunction,
+                  LigerSiLUMulFunction, LigerSoftmaxFunction)
 from .transformers.cross_entropy import LigerCrossEntropyLoss
 from .transformers.dyt import LigerDyT
 from .transformers.experimental.embedding import LigerEmbedding
 from .transformers.functional import (CrossEntropyOutput, liger_attn_res, liger_cross_entropy, liger_dyt,
                                       liger_fused_linear_cross_entropy, liger_geglu, liger_layer_norm,
-                                      liger_relu_squared, liger_rms_norm, liger_softmax, liger_rope, liger_swiglu)
+                                      liger_modulated_rms_norm, liger_relu_squared, liger_rms_norm, liger_softmax,
+                                      liger_rope, liger_swiglu)
 from .transformers.geglu import LigerGEGLUMLP
 from .transformers.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
 from .transformers.layer_norm import LigerLayerNorm
+from .transformers.modulated_rms_norm import LigerModulatedRMSNorm
 from .transformers.relu_squared import LigerReLUSquared
 from .transformers.rms_norm import LigerRMSNorm
 from .transformers.rope import liger_rotary_pos_emb
@@ -49,4 +51,5 @@ __all__ = [
     "LigerDyTFunction", "LigerDyT", "liger_dyt",
     "LigerReLUSquaredFunction", "LigerReLUSquared", "liger_relu_squared",
     "LigerSoftmaxFunction", "LigerSoftmax", "liger_softmax",
+    "LigerModulatedRMSNormFunction", "LigerModulatedRMSNorm", "liger_modulated_rms_norm",
 ]
