@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,poly_norm,sparsemax,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,poly_norm,sparsemax,modulated_rms_norm,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -232,6 +232,22 @@ def torch_sparsemax(x):
     support = 1 + j * z > z.cumsum(-1)
     tau = ((z * support).sum(-1, keepdim=True) - 1) / support.sum(-1, keepdim=True)
     return torch.clamp(x - tau, min=0)
+def modulated_rms_norm_case(BT, H, dt):
+    """Liger's benchmark_modulated_rms_norm: LigerModulatedRMSNorm(H,
+    in_place=False) with per-token scale and shift against its test's
+    reference, (1 + scale) * LlamaRMSNorm(x) + shift"""
+    x = torch.randn(BT, H, dtype=dt, requires_grad=True)
+    w = torch.ones(H, dtype=dt, requires_grad=True)
+    scale = (torch.randn(BT, H, dtype=dt) * 0.1).requires_grad_()
+    shift = (torch.randn(BT, H, dtype=dt) * 0.1).requires_grad_()
+    g = torch.randn(BT, H, dtype=dt)
+    ours = lambda: ut.modulated_rms_norm(x, w, scale, shift, 1e-6, 0.0, "llama", False)
+    return {
+        "ubgen": lambda: step(ours, (x, w, scale, shift), lambda y: g),
+        "torch": lambda: step(lambda: torch_rms_norm(x, w) * (1 + scale) + shift, (x, w, scale, shift), lambda y: g),
+        # forward: x, scale, shift read and y written; backward: dy, x, scale read and dx, dscale, dshift written
+        "copy": row_copies(2 * BT * H * x.element_size()),
+    }, None
 
 
 def rope_case(T, dt, Hq=32, Hk=8, D=128):
@@ -342,6 +358,8 @@ OPS = {
                   {"H": 4096}, ["f32", "bf16"]),
     "sparsemax": (lambda BT, dt: unary_case(ut.sparsemax, torch_sparsemax, BT, 4096, dt),
                   "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096], {"D": 4096}, ["f32", "bf16"]),
+    "modulated_rms_norm": (lambda BT, dt: modulated_rms_norm_case(BT, 4096, dt), "BT", "B x T",
+                           [1024, 2048, 4096, 8192, 16384], [4096], {"H": 4096}, ["f32", "bf16"]),
 }
 
 

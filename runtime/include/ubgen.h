@@ -131,6 +131,20 @@ UBG_API ubg_status ubg_relu_squared_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int6
 UBG_API ubg_status ubg_relu_squared_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
     const void *x, void *dx);
 
+/* Modulated RMSNorm (Liger's LigerModulatedRMSNormFunction) over rows of x
+ * [rows, cols]: y = (1 + scale) RMSNorm(x) + shift, RMSNorm as
+ * ubg_rms_norm_fwd's (w NULL: none); scale and shift [mod_rows, cols]
+ * (shift NULL: none), row j serving rows j k .. j k + k - 1 of x, k = rows /
+ * mod_rows (mod_rows must divide rows). dw [cols] (given iff w is), dscale
+ * and dshift [mod_rows, cols] (dshift NULL: not computed) are summed over
+ * the rows each serves. y may equal x, dx may equal dy. */
+UBG_API ubg_status ubg_modulated_rms_norm_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, int64_t mod_rows,
+    const void *x, const void *w, const void *scale, const void *shift, float eps, float offset, ubg_casting,
+    void *y, float *rstd /* [rows] */);
+UBG_API ubg_status ubg_modulated_rms_norm_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, int64_t mod_rows,
+    const void *dy, const void *x, const void *w, const void *scale, const float *rstd, float offset, ubg_casting,
+    void *dx, void *dw, void *dscale, void *dshift);
+
 /* The gated activations of an MLP (Liger's LigerSiLUMulFunction and
  * LigerGELUMulFunction), elementwise over a, b [rows, cols]:
  *   swiglu: c = rnd(silu(a gm)) b, times dm (1, 1: plain SwiGLU)

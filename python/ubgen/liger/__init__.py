@@ -10,8 +10,8 @@ replacing `liger_kernel` with `ubgen.liger` in an import line is enough.
 """
 from .ops import (LigerAttnResFunction, LigerCrossEntropyFunction, LigerDyTFunction, LigerEmbeddingFunction,
                   LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerLayerNormFunction,
-                  LigerReLUSquaredFunction, LigerRMSNormFunction, LigerRopeFunction, LigerSiLUMulFunction,
-                  LigerSoftmaxFunction, LigerSparsemaxFunction, LigerQwen2VLMRopeFunction,
+                  LigerModulatedRMSNormFunction, LigerReLUSquaredFunction, LigerRMSNormFunction, LigerRopeFunction,
+                  LigerSiLUMulFunction, LigerSoftmaxFunction, LigerSparsemaxFunction, LigerQwen2VLMRopeFunction,
                   LigerLlama4RopeFunction)
 from .ops.poly_norm import LigerPolyNormFunction
 from .transformers.cross_entropy import LigerCrossEntropyLoss
@@ -19,11 +19,12 @@ from .transformers.dyt import LigerDyT
 from .transformers.experimental.embedding import LigerEmbedding
 from .transformers.functional import (CrossEntropyOutput, liger_attn_res, liger_cross_entropy, liger_dyt,
                                       liger_fused_linear_cross_entropy, liger_geglu, liger_layer_norm,
-                                      liger_relu_squared, liger_rms_norm, liger_softmax, liger_sparsemax, liger_rope,
-                                      liger_swiglu, liger_qwen2vl_mrope)
+                                      liger_modulated_rms_norm, liger_relu_squared, liger_rms_norm, liger_softmax,
+                                      liger_sparsemax, liger_rope, liger_swiglu, liger_qwen2vl_mrope)
 from .transformers.geglu import LigerGEGLUMLP
 from .transformers.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
 from .transformers.layer_norm import LigerLayerNorm
+from .transformers.modulated_rms_norm import LigerModulatedRMSNorm
 from .transformers.relu_squared import LigerReLUSquared
 from .transformers.rms_norm import LigerRMSNorm
 from .transformers.rope import liger_rotary_pos_emb
@@ -61,4 +62,5 @@ __all__ = [
     "LigerSparsemaxFunction", "LigerSparsemax", "liger_sparsemax",
     "LigerQwen2VLMRopeFunction", "liger_qwen2vl_mrope", "liger_multimodal_rotary_pos_emb",
     "LigerLlama4RopeFunction", "liger_llama4_text_rotary_pos_emb", "liger_llama4_vision_rotary_pos_emb",
+    "LigerModulatedRMSNormFunction", "LigerModulatedRMSNorm", "liger_modulated_rms_norm",
 ]

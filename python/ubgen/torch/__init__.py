@@ -13,6 +13,7 @@ from .cross_entropy import (CrossEntropyFunction, CrossEntropyLoss, FusedLinearC
 from .embedding import Embedding, EmbeddingFunction, embedding
 from .glu import GEGLUMLP, GELUMulFunction, SiLUMulFunction, SwiGLUMLP, geglu, swiglu
 from .layer_norm import LayerNorm, LayerNormFunction, layer_norm
+from .modulated_rms_norm import ModulatedRMSNorm, ModulatedRMSNormFunction, modulated_rms_norm
 from .relu_squared import ReLUSquared, ReLUSquaredFunction, relu_squared
 from .rms_norm import RMSNorm, RMSNormFunction, rms_norm
 from .rope import MRopeFunction, RopeFunction, mrope, rope
@@ -30,6 +31,7 @@ __all__ = [
     "Embedding", "EmbeddingFunction", "embedding",
     "SiLUMulFunction", "SwiGLUMLP", "swiglu", "GELUMulFunction", "GEGLUMLP", "geglu",
     "LayerNorm", "LayerNormFunction", "layer_norm",
+    "ModulatedRMSNorm", "ModulatedRMSNormFunction", "modulated_rms_norm",
     "ReLUSquared", "ReLUSquaredFunction", "relu_squared",
     "RMSNorm", "RMSNormFunction", "rms_norm",
     "RopeFunction", "rope", "MRopeFunction", "mrope", "Llama4RopeFunction", "llama4_rope",

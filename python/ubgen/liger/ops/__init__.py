@@ -8,6 +8,7 @@ from ...torch.glu import GELUMulFunction as LigerGELUMulFunction
 from ...torch.glu import SiLUMulFunction as LigerSiLUMulFunction
 from ...torch.layer_norm import LayerNormFunction as LigerLayerNormFunction
 from ...torch.rms_norm import RMSNormFunction as LigerRMSNormFunction
+from .modulated_rms_norm import LigerModulatedRMSNormFunction
 from .relu_squared import LigerReLUSquaredFunction
 from .softmax import LigerSoftmaxFunction
 from .poly_norm import LigerPolyNormFunction
@@ -18,6 +19,6 @@ from ...torch.rope import RopeFunction as LigerRopeFunction
 
 __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerFusedLinearCrossEntropyFunction",
            "LigerDyTFunction", "LigerEmbeddingFunction", "LigerGELUMulFunction", "LigerLayerNormFunction", "LigerReLUSquaredFunction", "LigerRMSNormFunction",
-           "LigerRopeFunction", "LigerSiLUMulFunction", "LigerSoftmaxFunction",
+           "LigerRopeFunction", "LigerSiLUMulFunction", "LigerSoftmaxFunction", "LigerModulatedRMSNormFunction",
            "LigerPolyNormFunction",
            "LigerSparsemaxFunction", "LigerQwen2VLMRopeFunction", "LigerLlama4RopeFunction"]

@@ -7,9 +7,9 @@ import torch
 from ...torch.attn_res import attn_res
 from ...torch.rope import rope
 from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedLinearCrossEntropyFunction,
-                   LigerGELUMulFunction, LigerLayerNormFunction, LigerReLUSquaredFunction, LigerRMSNormFunction,
-                   LigerSiLUMulFunction, LigerSoftmaxFunction, LigerSparsemaxFunction,
-                   LigerQwen2VLMRopeFunction)
+                   LigerGELUMulFunction, LigerLayerNormFunction, LigerModulatedRMSNormFunction,
+                   LigerReLUSquaredFunction, LigerRMSNormFunction, LigerSiLUMulFunction, LigerSoftmaxFunction,
+                   LigerSparsemaxFunction, LigerQwen2VLMRopeFunction)
 from ..ops.poly_norm import LigerPolyNormFunction
 
 
@@ -73,6 +73,11 @@ def liger_layer_norm(X, W, B, eps):
 
 def liger_dyt(x, alpha, gamma, beta):
     return LigerDyTFunction.apply(x, alpha, gamma, beta)
+
+
+def liger_modulated_rms_norm(X, W, scale, shift=None, eps: float = 1e-6, offset: float = 0.0,
+                             casting_mode: str = "llama", in_place: bool = True):
+    return LigerModulatedRMSNormFunction.apply(X, W, scale, shift, eps, offset, casting_mode, in_place)
 
 
 def liger_relu_squared(x):
