@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,dyt,relu_squared,softmax,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,dyt,relu_squared,softmax,group_norm,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -206,6 +206,21 @@ def unary_case(ours, theirs, BT, H, dt):
     }, None
 
 
+def group_norm_case(BT, dt, C=4096, channels_per_group=4, H=512):
+    """Liger's benchmark_group_norm: x [BT / H, C, H] in groups of 4 channels,
+    LigerGroupNorm against torch.nn.GroupNorm (weight ones, bias zeros)"""
+    x = torch.randn(max(1, BT // H), C, H, dtype=dt, requires_grad=True)
+    w = torch.ones(C, dtype=dt, requires_grad=True)
+    b = torch.zeros(C, dtype=dt, requires_grad=True)
+    g = torch.randn(x.shape, dtype=dt)
+    G = C // channels_per_group
+    return {
+        "ubgen": lambda: step(lambda: ut.group_norm(x, w, b, C, G, 1e-6), (x, w, b), lambda y: g),
+        "torch": lambda: step(lambda: F.group_norm(x, G, w, b, 1e-6), (x, w, b), lambda y: g),
+        "copy": row_copies(x.numel() * x.element_size()),
+    }, None
+
+
 def rope_case(T, dt, Hq=32, Hk=8, D=128):
     """Liger's benchmark_rope: q, k the transposed views of [1, T, H, D]
     projections, cos and sin [1, T, D]; torch is transformers' formula"""
@@ -256,6 +271,8 @@ OPS = {
                      "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096], {"H": 4096}, ["f32", "bf16"]),
     "softmax": (lambda BT, dt: unary_case(ut.softmax, lambda x: torch.softmax(x, dim=-1), BT, 4096, dt),
                 "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096], {"D": 4096}, ["f32", "bf16"]),
+    "group_norm": (group_norm_case, "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096],
+                   {"C": 4096, "channels_per_group": 4, "H": 512}, ["f32", "bf16"]),
 }
 
 

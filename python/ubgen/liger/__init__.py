@@ -11,15 +11,17 @@ replacing `liger_kernel` with `ubgen.liger` in an import line is enough.
 from .ops import (LigerAttnResFunction, LigerCrossEntropyFunction, LigerDyTFunction, LigerEmbeddingFunction,
                   LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerLayerNormFunction,
                   LigerReLUSquaredFunction, LigerRMSNormFunction, LigerRopeFunction, LigerSiLUMulFunction,
-                  LigerSoftmaxFunction)
+                  LigerSoftmaxFunction, LigerGroupNormFunction)
 from .transformers.cross_entropy import LigerCrossEntropyLoss
 from .transformers.dyt import LigerDyT
 from .transformers.experimental.embedding import LigerEmbedding
 from .transformers.functional import (CrossEntropyOutput, liger_attn_res, liger_cross_entropy, liger_dyt,
                                       liger_fused_linear_cross_entropy, liger_geglu, liger_layer_norm,
-                                      liger_relu_squared, liger_rms_norm, liger_softmax, liger_rope, liger_swiglu)
+                                      liger_relu_squared, liger_rms_norm, liger_softmax, liger_rope, liger_swiglu,
+                                      liger_group_norm)
 from .transformers.geglu import LigerGEGLUMLP
 from .transformers.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
+from .transformers.group_norm import LigerGroupNorm
 from .transformers.layer_norm import LigerLayerNorm
 from .transformers.relu_squared import LigerReLUSquared
 from .transformers.rms_norm import LigerRMSNorm
@@ -49,4 +51,5 @@ __all__ = [
     "LigerDyTFunction", "LigerDyT", "liger_dyt",
     "LigerReLUSquaredFunction", "LigerReLUSquared", "liger_relu_squared",
     "LigerSoftmaxFunction", "LigerSoftmax", "liger_softmax",
+    "LigerGroupNormFunction", "LigerGroupNorm", "liger_group_norm",
 ]

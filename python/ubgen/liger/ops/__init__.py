@@ -6,6 +6,7 @@ from ...torch.dyt import DyTFunction as LigerDyTFunction
 from ...torch.embedding import EmbeddingFunction as LigerEmbeddingFunction
 from ...torch.glu import GELUMulFunction as LigerGELUMulFunction
 from ...torch.glu import SiLUMulFunction as LigerSiLUMulFunction
+from ...torch.group_norm import GroupNormFunction as LigerGroupNormFunction
 from ...torch.layer_norm import LayerNormFunction as LigerLayerNormFunction
 from ...torch.rms_norm import RMSNormFunction as LigerRMSNormFunction
 from .relu_squared import LigerReLUSquaredFunction
@@ -14,4 +15,4 @@ from ...torch.rope import RopeFunction as LigerRopeFunction
 
 __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerFusedLinearCrossEntropyFunction",
            "LigerDyTFunction", "LigerEmbeddingFunction", "LigerGELUMulFunction", "LigerLayerNormFunction", "LigerReLUSquaredFunction", "LigerRMSNormFunction",
-           "LigerRopeFunction", "LigerSiLUMulFunction", "LigerSoftmaxFunction"]
+           "LigerRopeFunction", "LigerSiLUMulFunction", "LigerSoftmaxFunction", "LigerGroupNormFunction"]

@@ -8,7 +8,7 @@ from ...torch.attn_res import attn_res
 from ...torch.rope import rope
 from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedLinearCrossEntropyFunction,
                    LigerGELUMulFunction, LigerLayerNormFunction, LigerReLUSquaredFunction, LigerRMSNormFunction,
-                   LigerSiLUMulFunction, LigerSoftmaxFunction)
+                   LigerSiLUMulFunction, LigerSoftmaxFunction, LigerGroupNormFunction)
 
 
 @dataclass
@@ -79,6 +79,10 @@ def liger_relu_squared(x):
 
 def liger_softmax(x):
     return LigerSoftmaxFunction.apply(x)
+
+
+def liger_group_norm(X, affine_scaling_weight, affine_shifting_bias, num_channels, num_groups, eps):
+    return LigerGroupNormFunction.apply(X, affine_scaling_weight, affine_shifting_bias, num_channels, num_groups, eps)
 
 
 def liger_rope(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
