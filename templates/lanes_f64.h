@@ -1,6 +1,7 @@
 {{! Sums of every element of a call in double, for the gradients of a scalar
     parameter, where f32 lanes would be too far off: DyT's dalpha,
-    PolyNorm's dw and db. Pasted into dyt_bwd.c.tmpl and poly_norm_bwd.c.tmpl. }}
+    PolyNorm's dw and db, GroupNorm's dw and db. Pasted into their backward
+    templates. }}
 /* the sum of 64 double lanes (element d of a row in lane d % 64, as
  * UBG_LANES4), in a fixed order */
 UBG_INLINE double fold64(const double *acc) {

@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,poly_norm,sparsemax,modulated_rms_norm,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,poly_norm,sparsemax,modulated_rms_norm,group_norm,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -225,6 +225,8 @@ def poly_norm_case(T, H, dt):
         "torch": lambda: step(naive, (x, w, b), lambda y: g),
         "copy": row_copies(T * H * x.element_size()),
     }, None
+
+
 def torch_sparsemax(x):
     """sparsemax over the last dimension by a sort, as Liger's benchmark_sparsemax"""
     z = torch.sort(x, dim=-1, descending=True).values
@@ -232,6 +234,8 @@ def torch_sparsemax(x):
     support = 1 + j * z > z.cumsum(-1)
     tau = ((z * support).sum(-1, keepdim=True) - 1) / support.sum(-1, keepdim=True)
     return torch.clamp(x - tau, min=0)
+
+
 def modulated_rms_norm_case(BT, H, dt):
     """Liger's benchmark_modulated_rms_norm: LigerModulatedRMSNorm(H,
     in_place=False) with per-token scale and shift against its test's
@@ -247,6 +251,21 @@ def modulated_rms_norm_case(BT, H, dt):
         "torch": lambda: step(lambda: torch_rms_norm(x, w) * (1 + scale) + shift, (x, w, scale, shift), lambda y: g),
         # forward: x, scale, shift read and y written; backward: dy, x, scale read and dx, dscale, dshift written
         "copy": row_copies(2 * BT * H * x.element_size()),
+    }, None
+
+
+def group_norm_case(BT, dt, C=4096, channels_per_group=4, H=512):
+    """Liger's benchmark_group_norm: x [BT / H, C, H] in groups of 4 channels,
+    LigerGroupNorm against torch.nn.GroupNorm (weight ones, bias zeros)"""
+    x = torch.randn(max(1, BT // H), C, H, dtype=dt, requires_grad=True)
+    w = torch.ones(C, dtype=dt, requires_grad=True)
+    b = torch.zeros(C, dtype=dt, requires_grad=True)
+    g = torch.randn(x.shape, dtype=dt)
+    G = C // channels_per_group
+    return {
+        "ubgen": lambda: step(lambda: ut.group_norm(x, w, b, C, G, 1e-6), (x, w, b), lambda y: g),
+        "torch": lambda: step(lambda: F.group_norm(x, G, w, b, 1e-6), (x, w, b), lambda y: g),
+        "copy": row_copies(x.numel() * x.element_size()),
     }, None
 
 
@@ -360,6 +379,8 @@ OPS = {
                   "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096], {"D": 4096}, ["f32", "bf16"]),
     "modulated_rms_norm": (lambda BT, dt: modulated_rms_norm_case(BT, 4096, dt), "BT", "B x T",
                            [1024, 2048, 4096, 8192, 16384], [4096], {"H": 4096}, ["f32", "bf16"]),
+    "group_norm": (group_norm_case, "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096],
+                   {"C": 4096, "channels_per_group": 4, "H": 512}, ["f32", "bf16"]),
 }
 
 

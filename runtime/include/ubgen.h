@@ -100,6 +100,19 @@ UBG_API ubg_status ubg_dyt_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols,
 UBG_API ubg_status ubg_dyt_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
     const void *x, const void *alpha, const void *gamma, void *dx, void *dalpha, void *dgamma, void *dbeta);
 
+/* GroupNorm (Liger's LigerGroupNormFunction) over x [batch, channels,
+ * spatial] seen as [batch, groups, cols], cols = channels / groups x
+ * spatial: each row (a batch's group) is normalized as LayerNorm's, then
+ * each channel c takes its w[c] and b[c]: y = (x - mean) rstd w[c] + b[c],
+ * biased variance, mean and rstd [batch, groups] f32 kept for the
+ * backward; dw and db [channels] are summed over the batch and the
+ * channel's spatial elements. y may equal x, dx may equal dy. */
+UBG_API ubg_status ubg_group_norm_fwd(ubg_ctx *, ubg_dtype, int64_t batch, int64_t channels, int64_t groups,
+    int64_t cols, const void *x, const void *w, const void *b, float eps, void *y, float *mean, float *rstd);
+UBG_API ubg_status ubg_group_norm_bwd(ubg_ctx *, ubg_dtype, int64_t batch, int64_t channels, int64_t groups,
+    int64_t cols, const void *dy, const void *x, const void *w, const float *mean, const float *rstd, void *dx,
+    void *dw, void *db);
+
 /* Softmax over the last dimension (Liger's LigerSoftmaxFunction), rows of
  * x [rows, cols]: y = exp(x - max) / sum exp(x - max); the backward from
  * y: dx = y (dy - sum(dy y)). y may equal x, dx may equal dy. */

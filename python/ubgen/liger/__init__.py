@@ -12,7 +12,7 @@ from .ops import (LigerAttnResFunction, LigerCrossEntropyFunction, LigerDyTFunct
                   LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerLayerNormFunction,
                   LigerModulatedRMSNormFunction, LigerReLUSquaredFunction, LigerRMSNormFunction, LigerRopeFunction,
                   LigerSiLUMulFunction, LigerSoftmaxFunction, LigerSparsemaxFunction, LigerQwen2VLMRopeFunction,
-                  LigerLlama4RopeFunction)
+                  LigerLlama4RopeFunction, LigerGroupNormFunction)
 from .ops.poly_norm import LigerPolyNormFunction
 from .transformers.cross_entropy import LigerCrossEntropyLoss
 from .transformers.dyt import LigerDyT
@@ -20,9 +20,10 @@ from .transformers.experimental.embedding import LigerEmbedding
 from .transformers.functional import (CrossEntropyOutput, liger_attn_res, liger_cross_entropy, liger_dyt,
                                       liger_fused_linear_cross_entropy, liger_geglu, liger_layer_norm,
                                       liger_modulated_rms_norm, liger_relu_squared, liger_rms_norm, liger_softmax,
-                                      liger_sparsemax, liger_rope, liger_swiglu, liger_qwen2vl_mrope)
+                                      liger_sparsemax, liger_rope, liger_swiglu, liger_qwen2vl_mrope, liger_group_norm)
 from .transformers.geglu import LigerGEGLUMLP
 from .transformers.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
+from .transformers.group_norm import LigerGroupNorm
 from .transformers.layer_norm import LigerLayerNorm
 from .transformers.modulated_rms_norm import LigerModulatedRMSNorm
 from .transformers.relu_squared import LigerReLUSquared
@@ -63,4 +64,5 @@ __all__ = [
     "LigerQwen2VLMRopeFunction", "liger_qwen2vl_mrope", "liger_multimodal_rotary_pos_emb",
     "LigerLlama4RopeFunction", "liger_llama4_text_rotary_pos_emb", "liger_llama4_vision_rotary_pos_emb",
     "LigerModulatedRMSNormFunction", "LigerModulatedRMSNorm", "liger_modulated_rms_norm",
+    "LigerGroupNormFunction", "LigerGroupNorm", "liger_group_norm",
 ]

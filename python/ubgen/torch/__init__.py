@@ -12,6 +12,7 @@ from .cross_entropy import (CrossEntropyFunction, CrossEntropyLoss, FusedLinearC
                             FusedLinearCrossEntropyLoss, cross_entropy, fused_linear_cross_entropy)
 from .embedding import Embedding, EmbeddingFunction, embedding
 from .glu import GEGLUMLP, GELUMulFunction, SiLUMulFunction, SwiGLUMLP, geglu, swiglu
+from .group_norm import GroupNorm, GroupNormFunction, group_norm
 from .layer_norm import LayerNorm, LayerNormFunction, layer_norm
 from .modulated_rms_norm import ModulatedRMSNorm, ModulatedRMSNormFunction, modulated_rms_norm
 from .relu_squared import ReLUSquared, ReLUSquaredFunction, relu_squared
@@ -38,5 +39,6 @@ __all__ = [
     "Softmax", "SoftmaxFunction", "softmax",
     "PolyNorm", "PolyNormFunction", "poly_norm",
     "Sparsemax", "SparsemaxFunction", "sparsemax",
+    "GroupNorm", "GroupNormFunction", "group_norm",
     "empty_cache", "pool_bytes", "set_pool_limit",
 ]

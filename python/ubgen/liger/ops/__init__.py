@@ -6,6 +6,7 @@ from ...torch.dyt import DyTFunction as LigerDyTFunction
 from ...torch.embedding import EmbeddingFunction as LigerEmbeddingFunction
 from ...torch.glu import GELUMulFunction as LigerGELUMulFunction
 from ...torch.glu import SiLUMulFunction as LigerSiLUMulFunction
+from ...torch.group_norm import GroupNormFunction as LigerGroupNormFunction
 from ...torch.layer_norm import LayerNormFunction as LigerLayerNormFunction
 from ...torch.rms_norm import RMSNormFunction as LigerRMSNormFunction
 from .modulated_rms_norm import LigerModulatedRMSNormFunction
@@ -20,5 +21,5 @@ from ...torch.rope import RopeFunction as LigerRopeFunction
 __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerFusedLinearCrossEntropyFunction",
            "LigerDyTFunction", "LigerEmbeddingFunction", "LigerGELUMulFunction", "LigerLayerNormFunction", "LigerReLUSquaredFunction", "LigerRMSNormFunction",
            "LigerRopeFunction", "LigerSiLUMulFunction", "LigerSoftmaxFunction", "LigerModulatedRMSNormFunction",
-           "LigerPolyNormFunction",
+           "LigerPolyNormFunction", "LigerGroupNormFunction",
            "LigerSparsemaxFunction", "LigerQwen2VLMRopeFunction", "LigerLlama4RopeFunction"]

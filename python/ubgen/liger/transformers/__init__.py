@@ -8,6 +8,7 @@ from .dyt import LigerDyT
 from .experimental.embedding import LigerEmbedding
 from .fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
 from .geglu import LigerGEGLUMLP, LigerGEGLUMLPForGemma4
+from .group_norm import LigerGroupNorm
 from .layer_norm import LigerLayerNorm
 from .modulated_rms_norm import LigerModulatedRMSNorm
 from .rms_norm import (LigerRMSNorm, LigerRMSNormForGemma, LigerRMSNormForGemma2, LigerRMSNormForGemma3,
@@ -34,7 +35,7 @@ def __getattr__(name):
 
 
 __all__ = ["LigerCrossEntropyLoss", "LigerDyT", "LigerEmbedding", "LigerFusedLinearCrossEntropyLoss", "LigerGEGLUMLP",
-           "LigerGEGLUMLPForGemma4",
+           "LigerGEGLUMLPForGemma4", "LigerGroupNorm",
            "LigerLayerNorm", "LigerModulatedRMSNorm", "LigerReLUSquared", "LigerRMSNorm", "LigerSoftmax", "LigerSparsemax", "LigerRMSNormForGemma", "LigerRMSNormForGemma2", "LigerRMSNormForGemma3",
            "LigerRMSNormForGlm4", "LigerRMSNormForOlmo2", "LigerSwiGLUMLP", "LigerBlockSparseTop2MLP", "LigerExperts",
            "LigerFalconH1SwiGLUMLP", "LigerPhi3SwiGLUMLP", "LigerQwen3MoeSwiGLUMLP", "AutoLigerKernelForCausalLM",

@@ -9,7 +9,7 @@ from ...torch.rope import rope
 from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedLinearCrossEntropyFunction,
                    LigerGELUMulFunction, LigerLayerNormFunction, LigerModulatedRMSNormFunction,
                    LigerReLUSquaredFunction, LigerRMSNormFunction, LigerSiLUMulFunction, LigerSoftmaxFunction,
-                   LigerSparsemaxFunction, LigerQwen2VLMRopeFunction)
+                   LigerSparsemaxFunction, LigerQwen2VLMRopeFunction, LigerGroupNormFunction)
 from ..ops.poly_norm import LigerPolyNormFunction
 
 
@@ -94,6 +94,10 @@ def liger_poly_norm(X, W, B, eps=1e-6, in_place=True):
 
 def liger_sparsemax(input, dim=-1):
     return LigerSparsemaxFunction.apply(input, dim)
+
+
+def liger_group_norm(X, affine_scaling_weight, affine_shifting_bias, num_channels, num_groups, eps):
+    return LigerGroupNormFunction.apply(X, affine_scaling_weight, affine_shifting_bias, num_channels, num_groups, eps)
 
 
 def liger_rope(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
