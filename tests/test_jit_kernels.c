@@ -1,6 +1,6 @@
 /* The JIT for the kernels after RMSNorm (embedding, attn_res, swiglu, geglu,
- * layer_norm, rope, dyt, relu_squared, softmax): each variant compiled by
- * tcc (every feasible one) and by gcc (every 14th: gcc takes 0.3 s a
+ * layer_norm, rope, dyt, relu_squared, softmax, fused_add_rms_norm): each
+ * variant compiled by tcc (every feasible one) and by gcc (every 14th: gcc takes 0.3 s a
  * variant, and its JIT renders and compiles the source the build compiled,
  * so the sample checks that path, not gcc) gives the built-in variant's
  * bits, on every one of the spec's check cases the variant applies to.
@@ -161,3 +161,5 @@ JIT_TESTS(relu_squared, fwd)
 JIT_TESTS(relu_squared, bwd)
 JIT_TESTS(softmax, fwd)
 JIT_TESTS(softmax, bwd)
+JIT_TESTS(fused_add_rms_norm, fwd)
+JIT_TESTS(fused_add_rms_norm, bwd)

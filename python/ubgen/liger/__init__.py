@@ -25,6 +25,9 @@ from .transformers.relu_squared import LigerReLUSquared
 from .transformers.rms_norm import LigerRMSNorm
 from .transformers.rope import liger_rotary_pos_emb
 from .transformers.softmax import LigerSoftmax
+from .ops import LigerFusedAddRMSNormFunction
+from .transformers.fused_add_rms_norm import LigerFusedAddRMSNorm
+from .transformers.functional import liger_fused_add_rms_norm
 from .transformers.swiglu import LigerSwiGLUMLP
 
 
@@ -49,4 +52,5 @@ __all__ = [
     "LigerDyTFunction", "LigerDyT", "liger_dyt",
     "LigerReLUSquaredFunction", "LigerReLUSquared", "liger_relu_squared",
     "LigerSoftmaxFunction", "LigerSoftmax", "liger_softmax",
+    "LigerFusedAddRMSNormFunction", "LigerFusedAddRMSNorm", "liger_fused_add_rms_norm",
 ]

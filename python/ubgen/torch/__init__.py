@@ -17,6 +17,7 @@ from .relu_squared import ReLUSquared, ReLUSquaredFunction, relu_squared
 from .rms_norm import RMSNorm, RMSNormFunction, rms_norm
 from .rope import RopeFunction, rope
 from .softmax import Softmax, SoftmaxFunction, softmax
+from .fused_add_rms_norm import FusedAddRMSNorm, FusedAddRMSNormFunction, fused_add_rms_norm
 from ._util import empty_cache, pool_bytes, set_pool_limit
 
 __all__ = [
@@ -31,5 +32,6 @@ __all__ = [
     "RMSNorm", "RMSNormFunction", "rms_norm",
     "RopeFunction", "rope",
     "Softmax", "SoftmaxFunction", "softmax",
+    "FusedAddRMSNorm", "FusedAddRMSNormFunction", "fused_add_rms_norm",
     "empty_cache", "pool_bytes", "set_pool_limit",
 ]

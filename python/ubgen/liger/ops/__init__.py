@@ -10,8 +10,10 @@ from ...torch.layer_norm import LayerNormFunction as LigerLayerNormFunction
 from ...torch.rms_norm import RMSNormFunction as LigerRMSNormFunction
 from .relu_squared import LigerReLUSquaredFunction
 from .softmax import LigerSoftmaxFunction
+from .fused_add_rms_norm import LigerFusedAddRMSNormFunction
 from ...torch.rope import RopeFunction as LigerRopeFunction
 
 __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerFusedLinearCrossEntropyFunction",
            "LigerDyTFunction", "LigerEmbeddingFunction", "LigerGELUMulFunction", "LigerLayerNormFunction", "LigerReLUSquaredFunction", "LigerRMSNormFunction",
-           "LigerRopeFunction", "LigerSiLUMulFunction", "LigerSoftmaxFunction"]
+           "LigerRopeFunction", "LigerSiLUMulFunction", "LigerSoftmaxFunction",
+           "LigerFusedAddRMSNormFunction"]

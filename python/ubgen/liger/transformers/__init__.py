@@ -14,6 +14,7 @@ from .rms_norm import (LigerRMSNorm, LigerRMSNormForGemma, LigerRMSNormForGemma2
 from .relu_squared import LigerReLUSquared
 from .rope import liger_rotary_pos_emb
 from .softmax import LigerSoftmax
+from .fused_add_rms_norm import LigerFusedAddRMSNorm
 from .swiglu import (LigerBlockSparseTop2MLP, LigerExperts, LigerFalconH1SwiGLUMLP, LigerPhi3SwiGLUMLP,
                      LigerQwen3MoeSwiGLUMLP, LigerSwiGLUMLP)
 
@@ -34,4 +35,4 @@ __all__ = ["LigerCrossEntropyLoss", "LigerDyT", "LigerEmbedding", "LigerFusedLin
            "LigerLayerNorm", "LigerReLUSquared", "LigerRMSNorm", "LigerSoftmax", "LigerRMSNormForGemma", "LigerRMSNormForGemma2", "LigerRMSNormForGemma3",
            "LigerRMSNormForGlm4", "LigerRMSNormForOlmo2", "LigerSwiGLUMLP", "LigerBlockSparseTop2MLP", "LigerExperts",
            "LigerFalconH1SwiGLUMLP", "LigerPhi3SwiGLUMLP", "LigerQwen3MoeSwiGLUMLP", "AutoLigerKernelForCausalLM",
-           "liger_rotary_pos_emb"]
+           "liger_rotary_pos_emb", "LigerFusedAddRMSNorm"]

@@ -9,6 +9,7 @@ from ...torch.rope import rope
 from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedLinearCrossEntropyFunction,
                    LigerGELUMulFunction, LigerLayerNormFunction, LigerReLUSquaredFunction, LigerRMSNormFunction,
                    LigerSiLUMulFunction, LigerSoftmaxFunction)
+from ..ops import LigerFusedAddRMSNormFunction
 
 
 @dataclass
@@ -79,6 +80,10 @@ def liger_relu_squared(x):
 
 def liger_softmax(x):
     return LigerSoftmaxFunction.apply(x)
+
+
+def liger_fused_add_rms_norm(X, R, W, eps, offset: float = 0.0, casting_mode: str = "llama", in_place: bool = True):
+    return LigerFusedAddRMSNormFunction.apply(X, R, W, eps, offset, casting_mode, in_place)
 
 
 def liger_rope(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
