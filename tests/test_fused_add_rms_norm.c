@@ -5,7 +5,8 @@
  * rstd) and backward (dx, dw from the forward's s and rstd); every variant
  * and 1 or 2 threads give the same bits; y over x, s over residual, dx over
  * dy and over ds give the same bits; y and rstd are ubg_rms_norm_fwd's of
- * s, bit for bit; refusals write nothing.
+ * s, bit for bit; f32-subnormal sums give tcc's bits; refusals write
+ * nothing.
  *
  * Tolerances: Liger-Kernel's test_fused_add_rms_norm.py uses 1e-4 / 1e-6
  * (f32) and 2e-1 / 2e-2 (bf16), as its RMSNorm test; f16 gets tighter
@@ -147,6 +148,31 @@ Test(fused_add_rms_norm, every_casting_every_shape, .timeout = 300 * TC_TIME_SCA
   for (int dt = 0; dt < 3; dt += 2)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
       for (int casting = 1; casting < 3; casting++) sweep(dt, &cases[c], (ubg_casting)((c + casting) % 3), c % 2 != 0);
+}
+
+/* sums that are f32 subnormals (bf16 has f32's exponents; s[0] is 2e-39):
+ * the built-in kernels' 16-lane chunks leave such a chunk to their scalar
+ * loop, and give tcc's bits; f16 the same inputs */
+Test(fused_add_rms_norm, subnormal_sums_give_tcc_bits) {
+  enum { R = 3, D = 100, N = R * D };
+  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_TCC, 1)};
+  for (int dt = UBG_F16; dt <= UBG_BF16; dt++) {
+    uint16_t x[N], res[N], w[D], y[2][N], s[2][N];
+    float rstd[2][R];
+    for (int i = 0; i < N; i++) {
+      ref_store(x, i, dt, i % 7 == 0 ? 3e-39 : ldexp(1.0, -(i % 20)));
+      ref_store(res, i, dt, i % 5 == 0 ? -1e-39 : 0.5);
+    }
+    for (int i = 0; i < D; i++) ref_store(w, i, dt, 1.0 + i / 64.0);
+    for (int k = 0; k < 2; k++)
+      cr_assert_eq(ubg_fused_add_rms_norm_fwd(ctxs[k], dt, R, D, x, res, w, 1e-6f, 0, UBG_CAST_LLAMA, y[k], s[k],
+                                              rstd[k]),
+                   UBG_OK, "%s", ubg_ctx_error(ctxs[k]));
+    cr_assert(!memcmp(y[0], y[1], sizeof y[0]) && !memcmp(s[0], s[1], sizeof s[0]) &&
+                  !memcmp(rstd[0], rstd[1], sizeof rstd[0]),
+              "%s: built-in and tcc bits differ", ug_dtype_name(dt));
+  }
+  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
 }
 
 Test(fused_add_rms_norm, refusals_write_nothing) {
