@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,poly_norm,sparsemax,modulated_rms_norm,group_norm,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,poly_norm,sparsemax,modulated_rms_norm,group_norm,fused_add_rms_norm,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -254,6 +254,26 @@ def modulated_rms_norm_case(BT, H, dt):
     }, None
 
 
+def fused_add_rms_norm_case(BT, H, dt):
+    """Liger's benchmark_fused_add_rms_norm: LigerFusedAddRMSNorm(H) against
+    s = x + r, then HuggingFace's LlamaRMSNorm of s; the copy baseline moves
+    two tensors' bytes (x, r in and y, s out; dy, ds, s in and dx out)"""
+    x = torch.randn(BT, H, dtype=dt, requires_grad=True)
+    r = torch.randn(BT, H, dtype=dt, requires_grad=True)
+    w = torch.ones(H, dtype=dt, requires_grad=True)
+    gy, gs = torch.randn(BT, H, dtype=dt), torch.randn(BT, H, dtype=dt)
+
+    def eager():
+        s = x + r
+        return torch_rms_norm(s, w), s
+
+    return {
+        "ubgen": lambda: step(lambda: ut.fused_add_rms_norm(x, r, w), (x, r, w), lambda y: (gy, gs)),
+        "torch": lambda: step(eager, (x, r, w), lambda y: (gy, gs)),
+        "copy": row_copies(2 * BT * H * x.element_size()),
+    }, None
+
+
 def group_norm_case(BT, dt, C=4096, channels_per_group=4, H=512):
     """Liger's benchmark_group_norm: x [BT / H, C, H] in groups of 4 channels,
     LigerGroupNorm against torch.nn.GroupNorm (weight ones, bias zeros)"""
@@ -381,6 +401,8 @@ OPS = {
                            [1024, 2048, 4096, 8192, 16384], [4096], {"H": 4096}, ["f32", "bf16"]),
     "group_norm": (group_norm_case, "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096],
                    {"C": 4096, "channels_per_group": 4, "H": 512}, ["f32", "bf16"]),
+    "fused_add_rms_norm": (lambda BT, dt: fused_add_rms_norm_case(BT, 4096, dt), "BT", "B x T",
+                           [1024, 2048, 4096, 8192, 16384], [4096], {"H": 4096}, ["f32", "bf16"]),
 }
 
 

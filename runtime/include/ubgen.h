@@ -136,6 +136,17 @@ UBG_API ubg_status ubg_poly_norm_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t
 UBG_API ubg_status ubg_sparsemax_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *x, void *y);
 UBG_API ubg_status ubg_sparsemax_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
     const void *y, void *dx);
+/* Residual add then RMSNorm (Liger's LigerFusedAddRMSNormFunction) over
+ * rows of x, residual [rows, cols]: s = rnd(x + residual), the residual
+ * stream; y = RMSNorm of s with w [cols], eps, offset and casting as
+ * ubg_rms_norm_fwd's; rstd [rows]. The backward takes dy and ds (the
+ * gradient of s; NULL: none): dx = RMSNorm's dx + ds, which is also the
+ * gradient of residual; dw [cols]. y may equal x, s residual; dx may equal
+ * dy or ds. */
+UBG_API ubg_status ubg_fused_add_rms_norm_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *x,
+    const void *residual, const void *w, float eps, float offset, ubg_casting, void *y, void *s, float *rstd);
+UBG_API ubg_status ubg_fused_add_rms_norm_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
+    const void *ds, const void *s, const void *w, const float *rstd, float offset, ubg_casting, void *dx, void *dw);
 
 /* Squared ReLU (Liger's LigerReLUSquaredFunction, nemotron's MLP
  * activation), elementwise over x [rows, cols]: y = max(x, 0)^2,

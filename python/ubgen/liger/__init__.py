@@ -9,34 +9,34 @@ ubgen.liger.transformers.functional, .rms_norm, .fused_linear_cross_entropy,
 replacing `liger_kernel` with `ubgen.liger` in an import line is enough.
 """
 from .ops import (LigerAttnResFunction, LigerCrossEntropyFunction, LigerDyTFunction, LigerEmbeddingFunction,
-                  LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerLayerNormFunction,
-                  LigerModulatedRMSNormFunction, LigerReLUSquaredFunction, LigerRMSNormFunction, LigerRopeFunction,
-                  LigerSiLUMulFunction, LigerSoftmaxFunction, LigerSparsemaxFunction, LigerQwen2VLMRopeFunction,
-                  LigerLlama4RopeFunction, LigerGroupNormFunction)
-from .ops.poly_norm import LigerPolyNormFunction
+                  LigerFusedAddRMSNormFunction, LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction,
+                  LigerGroupNormFunction, LigerLayerNormFunction, LigerLlama4RopeFunction,
+                  LigerModulatedRMSNormFunction, LigerPolyNormFunction, LigerQwen2VLMRopeFunction,
+                  LigerRMSNormFunction, LigerReLUSquaredFunction, LigerRopeFunction, LigerSiLUMulFunction,
+                  LigerSoftmaxFunction, LigerSparsemaxFunction)
+from .transformers.functional import (CrossEntropyOutput, liger_attn_res, liger_cross_entropy, liger_dyt,
+                                      liger_fused_add_rms_norm, liger_fused_linear_cross_entropy, liger_geglu,
+                                      liger_group_norm, liger_layer_norm, liger_modulated_rms_norm, liger_poly_norm,
+                                      liger_qwen2vl_mrope, liger_relu_squared, liger_rms_norm, liger_rope,
+                                      liger_softmax, liger_sparsemax, liger_swiglu)
 from .transformers.cross_entropy import LigerCrossEntropyLoss
 from .transformers.dyt import LigerDyT
 from .transformers.experimental.embedding import LigerEmbedding
-from .transformers.functional import (CrossEntropyOutput, liger_attn_res, liger_cross_entropy, liger_dyt,
-                                      liger_fused_linear_cross_entropy, liger_geglu, liger_layer_norm,
-                                      liger_modulated_rms_norm, liger_relu_squared, liger_rms_norm, liger_softmax,
-                                      liger_sparsemax, liger_rope, liger_swiglu, liger_qwen2vl_mrope, liger_group_norm)
-from .transformers.geglu import LigerGEGLUMLP
+from .transformers.fused_add_rms_norm import LigerFusedAddRMSNorm
 from .transformers.fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
+from .transformers.geglu import LigerGEGLUMLP
 from .transformers.group_norm import LigerGroupNorm
 from .transformers.layer_norm import LigerLayerNorm
+from .transformers.llama4_rope import liger_llama4_text_rotary_pos_emb, liger_llama4_vision_rotary_pos_emb
 from .transformers.modulated_rms_norm import LigerModulatedRMSNorm
+from .transformers.poly_norm import LigerPolyNorm
+from .transformers.qwen2vl_mrope import liger_multimodal_rotary_pos_emb
 from .transformers.relu_squared import LigerReLUSquared
 from .transformers.rms_norm import LigerRMSNorm
 from .transformers.rope import liger_rotary_pos_emb
 from .transformers.softmax import LigerSoftmax
-from .transformers.poly_norm import LigerPolyNorm
-from .transformers.functional import liger_poly_norm
 from .transformers.sparsemax import LigerSparsemax
-from .transformers.qwen2vl_mrope import liger_multimodal_rotary_pos_emb
-from .transformers.llama4_rope import liger_llama4_text_rotary_pos_emb, liger_llama4_vision_rotary_pos_emb
 from .transformers.swiglu import LigerSwiGLUMLP
-
 
 
 def __getattr__(name):
@@ -65,4 +65,5 @@ __all__ = [
     "LigerLlama4RopeFunction", "liger_llama4_text_rotary_pos_emb", "liger_llama4_vision_rotary_pos_emb",
     "LigerModulatedRMSNormFunction", "LigerModulatedRMSNorm", "liger_modulated_rms_norm",
     "LigerGroupNormFunction", "LigerGroupNorm", "liger_group_norm",
+    "LigerFusedAddRMSNormFunction", "LigerFusedAddRMSNorm", "liger_fused_add_rms_norm",
 ]

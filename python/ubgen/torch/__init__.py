@@ -22,6 +22,7 @@ from .llama4_rope import Llama4RopeFunction, llama4_rope
 from .softmax import Softmax, SoftmaxFunction, softmax
 from .poly_norm import PolyNorm, PolyNormFunction, poly_norm
 from .sparsemax import Sparsemax, SparsemaxFunction, sparsemax
+from .fused_add_rms_norm import FusedAddRMSNorm, FusedAddRMSNormFunction, fused_add_rms_norm
 from ._util import empty_cache, pool_bytes, set_pool_limit
 
 __all__ = [
@@ -40,5 +41,6 @@ __all__ = [
     "PolyNorm", "PolyNormFunction", "poly_norm",
     "Sparsemax", "SparsemaxFunction", "sparsemax",
     "GroupNorm", "GroupNormFunction", "group_norm",
+    "FusedAddRMSNorm", "FusedAddRMSNormFunction", "fused_add_rms_norm",
     "empty_cache", "pool_bytes", "set_pool_limit",
 ]

@@ -9,17 +9,19 @@ from ...torch.glu import SiLUMulFunction as LigerSiLUMulFunction
 from ...torch.group_norm import GroupNormFunction as LigerGroupNormFunction
 from ...torch.layer_norm import LayerNormFunction as LigerLayerNormFunction
 from ...torch.rms_norm import RMSNormFunction as LigerRMSNormFunction
+from ...torch.rope import RopeFunction as LigerRopeFunction
+from .fused_add_rms_norm import LigerFusedAddRMSNormFunction
+from .llama4_rope import LigerLlama4RopeFunction
 from .modulated_rms_norm import LigerModulatedRMSNormFunction
+from .poly_norm import LigerPolyNormFunction
+from .qwen2vl_mrope import LigerQwen2VLMRopeFunction
 from .relu_squared import LigerReLUSquaredFunction
 from .softmax import LigerSoftmaxFunction
-from .poly_norm import LigerPolyNormFunction
 from .sparsemax import LigerSparsemaxFunction
-from .qwen2vl_mrope import LigerQwen2VLMRopeFunction
-from .llama4_rope import LigerLlama4RopeFunction
-from ...torch.rope import RopeFunction as LigerRopeFunction
 
-__all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerFusedLinearCrossEntropyFunction",
-           "LigerDyTFunction", "LigerEmbeddingFunction", "LigerGELUMulFunction", "LigerLayerNormFunction", "LigerReLUSquaredFunction", "LigerRMSNormFunction",
-           "LigerRopeFunction", "LigerSiLUMulFunction", "LigerSoftmaxFunction", "LigerModulatedRMSNormFunction",
-           "LigerPolyNormFunction", "LigerGroupNormFunction",
-           "LigerSparsemaxFunction", "LigerQwen2VLMRopeFunction", "LigerLlama4RopeFunction"]
+__all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerDyTFunction", "LigerEmbeddingFunction",
+           "LigerFusedAddRMSNormFunction", "LigerFusedLinearCrossEntropyFunction", "LigerGELUMulFunction",
+           "LigerGroupNormFunction", "LigerLayerNormFunction", "LigerLlama4RopeFunction",
+           "LigerModulatedRMSNormFunction", "LigerPolyNormFunction", "LigerQwen2VLMRopeFunction",
+           "LigerRMSNormFunction", "LigerReLUSquaredFunction", "LigerRopeFunction", "LigerSiLUMulFunction",
+           "LigerSoftmaxFunction", "LigerSparsemaxFunction"]

@@ -6,19 +6,20 @@ import importlib
 from .cross_entropy import LigerCrossEntropyLoss
 from .dyt import LigerDyT
 from .experimental.embedding import LigerEmbedding
+from .fused_add_rms_norm import LigerFusedAddRMSNorm
 from .fused_linear_cross_entropy import LigerFusedLinearCrossEntropyLoss
 from .geglu import LigerGEGLUMLP, LigerGEGLUMLPForGemma4
 from .group_norm import LigerGroupNorm
 from .layer_norm import LigerLayerNorm
+from .llama4_rope import liger_llama4_text_rotary_pos_emb, liger_llama4_vision_rotary_pos_emb
 from .modulated_rms_norm import LigerModulatedRMSNorm
+from .poly_norm import LigerPolyNorm
+from .relu_squared import LigerReLUSquared
 from .rms_norm import (LigerRMSNorm, LigerRMSNormForGemma, LigerRMSNormForGemma2, LigerRMSNormForGemma3,
                        LigerRMSNormForGlm4, LigerRMSNormForOlmo2)
-from .relu_squared import LigerReLUSquared
 from .rope import liger_rotary_pos_emb
 from .softmax import LigerSoftmax
-from .poly_norm import LigerPolyNorm
 from .sparsemax import LigerSparsemax
-from .llama4_rope import liger_llama4_text_rotary_pos_emb, liger_llama4_vision_rotary_pos_emb
 from .swiglu import (LigerBlockSparseTop2MLP, LigerExperts, LigerFalconH1SwiGLUMLP, LigerPhi3SwiGLUMLP,
                      LigerQwen3MoeSwiGLUMLP, LigerSwiGLUMLP)
 
@@ -34,10 +35,10 @@ def __getattr__(name):
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
-__all__ = ["LigerCrossEntropyLoss", "LigerDyT", "LigerEmbedding", "LigerFusedLinearCrossEntropyLoss", "LigerGEGLUMLP",
-           "LigerGEGLUMLPForGemma4", "LigerGroupNorm",
-           "LigerLayerNorm", "LigerModulatedRMSNorm", "LigerReLUSquared", "LigerRMSNorm", "LigerSoftmax", "LigerSparsemax", "LigerRMSNormForGemma", "LigerRMSNormForGemma2", "LigerRMSNormForGemma3",
-           "LigerRMSNormForGlm4", "LigerRMSNormForOlmo2", "LigerSwiGLUMLP", "LigerBlockSparseTop2MLP", "LigerExperts",
-           "LigerFalconH1SwiGLUMLP", "LigerPhi3SwiGLUMLP", "LigerQwen3MoeSwiGLUMLP", "AutoLigerKernelForCausalLM",
-           "liger_rotary_pos_emb", "LigerPolyNorm", "liger_llama4_text_rotary_pos_emb",
-           "liger_llama4_vision_rotary_pos_emb"]
+__all__ = ["LigerBlockSparseTop2MLP", "LigerCrossEntropyLoss", "LigerDyT", "LigerEmbedding", "LigerExperts",
+           "LigerFalconH1SwiGLUMLP", "LigerFusedAddRMSNorm", "LigerFusedLinearCrossEntropyLoss", "LigerGEGLUMLP",
+           "LigerGEGLUMLPForGemma4", "LigerGroupNorm", "LigerLayerNorm", "LigerModulatedRMSNorm",
+           "LigerPhi3SwiGLUMLP", "LigerPolyNorm", "LigerQwen3MoeSwiGLUMLP", "LigerRMSNorm", "LigerRMSNormForGemma",
+           "LigerRMSNormForGemma2", "LigerRMSNormForGemma3", "LigerRMSNormForGlm4", "LigerRMSNormForOlmo2",
+           "LigerReLUSquared", "LigerSoftmax", "LigerSparsemax", "LigerSwiGLUMLP", "liger_llama4_text_rotary_pos_emb",
+           "liger_llama4_vision_rotary_pos_emb", "liger_rotary_pos_emb", "AutoLigerKernelForCausalLM"]

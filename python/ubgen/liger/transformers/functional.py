@@ -6,11 +6,11 @@ import torch
 
 from ...torch.attn_res import attn_res
 from ...torch.rope import rope
-from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedLinearCrossEntropyFunction,
-                   LigerGELUMulFunction, LigerLayerNormFunction, LigerModulatedRMSNormFunction,
-                   LigerReLUSquaredFunction, LigerRMSNormFunction, LigerSiLUMulFunction, LigerSoftmaxFunction,
-                   LigerSparsemaxFunction, LigerQwen2VLMRopeFunction, LigerGroupNormFunction)
-from ..ops.poly_norm import LigerPolyNormFunction
+from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedAddRMSNormFunction,
+                   LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerGroupNormFunction,
+                   LigerLayerNormFunction, LigerModulatedRMSNormFunction, LigerPolyNormFunction,
+                   LigerQwen2VLMRopeFunction, LigerRMSNormFunction, LigerReLUSquaredFunction, LigerSiLUMulFunction,
+                   LigerSoftmaxFunction, LigerSparsemaxFunction)
 
 
 @dataclass
@@ -98,6 +98,10 @@ def liger_sparsemax(input, dim=-1):
 
 def liger_group_norm(X, affine_scaling_weight, affine_shifting_bias, num_channels, num_groups, eps):
     return LigerGroupNormFunction.apply(X, affine_scaling_weight, affine_shifting_bias, num_channels, num_groups, eps)
+
+
+def liger_fused_add_rms_norm(X, R, W, eps, offset: float = 0.0, casting_mode: str = "llama", in_place: bool = True):
+    return LigerFusedAddRMSNormFunction.apply(X, R, W, eps, offset, casting_mode, in_place)
 
 
 def liger_rope(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
