@@ -13,7 +13,7 @@ backward in one place (specs/modulated_rms_norm.json):
 import torch
 
 from . import _util
-from .rms_norm import CASTINGS
+from .rms_norm import CASTINGS, RMSNorm
 
 
 def _mod_rows(rows, H, scale, shift):
@@ -93,22 +93,8 @@ def modulated_rms_norm(X, W, scale, shift=None, eps=1e-6, offset=0.0, casting_mo
     return ModulatedRMSNormFunction.apply(X, W, scale, shift, eps, offset, casting_mode, in_place)
 
 
-class ModulatedRMSNorm(torch.nn.Module):
-    """y = (1 + scale) * RMSNorm(x) + shift; forward(hidden_states, scale, shift=None)"""
-
-    def __init__(self, hidden_size, eps=1e-6, offset=0.0, casting_mode="llama", init_fn="ones", in_place=True,
-                 elementwise_affine=True, dtype=None):
-        super().__init__()
-        if init_fn not in ("ones", "zeros"):
-            raise ValueError("init_fn=%r is not 'ones' or 'zeros'" % (init_fn,))
-        _util.choice("casting_mode", casting_mode, CASTINGS)
-        self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            fill = torch.ones if init_fn == "ones" else torch.zeros
-            self.weight = torch.nn.Parameter(fill(hidden_size, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-        self.variance_epsilon, self.offset, self.casting_mode, self.in_place = eps, offset, casting_mode, in_place
+class ModulatedRMSNorm(RMSNorm):
+    """y = (1 + scale) * RMSNorm(x) + shift; forward(hidden_states, scale, shift=None); RMSNorm's parameters"""
 
     def forward(self, hidden_states, scale, shift=None):
         return ModulatedRMSNormFunction.apply(hidden_states, self.weight, scale, shift, self.variance_epsilon,
