@@ -21,11 +21,3 @@ UBG_INLINE void load_mod(float *UBG_RESTRICT mod, const void *scale, ubg_i64 bas
   }
 #endif
 }
-
-/* the RMSNorm before the modulation, from xn = x * rstd and wt = offset + w
- * as load_w forms it: gemma rnd(xn * wt), llama and none rnd(xn) * wt
- * (left in f32, as Liger's kernel does), no w rnd(xn) */
-UBG_INLINE float norm_of(float xn, const float *wt, ubg_i64 d, int gemma) {
-  if (!wt) return RND(xn);
-  return gemma ? RND(xn * wt[d]) : RND(xn) * wt[d];
-}
