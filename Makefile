@@ -30,8 +30,10 @@ ONEDNN  := $(shell printf '\043include <oneapi/dnnl/dnnl.h>\nint main(void) { dn
              $(CC) -x c - -ldnnl -o /dev/null >/dev/null 2>&1 && echo onednn)
 endif
 TUNED   ?=
-EMIT_KERNELS := $(if $(filter 0,$(UBGEN_AOT)),--no-kernels,) $(if $(TUNED),--tuned $(TUNED))
-AOT_FLAG := $(BUILD)/aot-$(UBGEN_AOT)$(if $(TUNED),-tuned).flag
+# SAMPLE=N: only ubgen emit --sample N's share of the kernels built in (make test-valgrind's build)
+SAMPLE  ?=
+EMIT_KERNELS := $(if $(filter 0,$(UBGEN_AOT)),--no-kernels,) $(if $(TUNED),--tuned $(TUNED)) $(if $(SAMPLE),--sample $(SAMPLE))
+AOT_FLAG := $(BUILD)/aot-$(UBGEN_AOT)$(if $(TUNED),-tuned)$(if $(SAMPLE),-sample$(SAMPLE)).flag
 CC      ?= gcc
 # Python: the interpreter the package is tested and benchmarked on. One
 # given (PYTHON=...) must import torch >= 2.1 and is used as it is; else
@@ -146,7 +148,7 @@ ifeq ($(KBUILD),$(BUILD))
 $(BUILD)/gen/main/MANIFEST: $(BOOT) $(SPECS) $(TEMPLATES) $(AOT_FLAG) $(TUNED)
 	$(BOOT) emit --out $(BUILD)/gen/main --ub $(UB) $(EMIT_KERNELS)
 	@touch $@
-# switching UBGEN_AOT or TUNED re-emits
+# switching UBGEN_AOT, TUNED or SAMPLE re-emits
 $(AOT_FLAG):
 	@mkdir -p $(@D)
 	@rm -f $(BUILD)/aot-*.flag

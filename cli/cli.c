@@ -186,6 +186,8 @@ int cli_parse(int argc, char **argv, const char *cmd, const char *accepted, bool
       o->registry = val;
     } else if (!strcmp(name, "tuned")) {
       o->tuned = val;
+    } else if (!strcmp(name, "sample")) {
+      if (int_option(cmd, name, val, 1, 1000, "", &o->sample) < 0) return -1;
     } else if (!strcmp(name, "db")) {
       o->db = val;
     } else if (!strcmp(name, "svg")) {

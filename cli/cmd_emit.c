@@ -1,7 +1,9 @@
 /* ubgen emit --out DIR: the C sources of every variant that fits the
  * budget, a registry and a header, for gcc at build time. With --tuned DB,
  * only the tuned variants and the default strategy's choices (emit_tuned.h):
- * a lean build for a known deployment. */
+ * a lean build for a known deployment. With --sample N, ug_sample_mark's
+ * share of each pass and dtype and the default choices: a small build for a
+ * memory checker's reduced run. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +15,15 @@
 
 int cli_cmd_emit(int argc, char **argv) {
   cli_opts o;
-  const int parsed = cli_parse(argc, argv, "emit", "specs ub margin kernel dtype out tuned registry self-register no-kernels",
+  const int parsed = cli_parse(argc, argv, "emit", "specs ub margin kernel dtype out tuned sample registry self-register no-kernels",
                                false, &o);
   if (parsed) return parsed < 0 ? EXIT_USAGE : EXIT_OK;
   if (!o.out) {
     cli_error("emit: --out DIR is required");
+    return EXIT_USAGE;
+  }
+  if (o.tuned && o.sample) {
+    cli_error("emit: --tuned %s and --sample %d: give one or the other", o.tuned, o.sample);
     return EXIT_USAGE;
   }
   ug_tunedb db = {0};
@@ -41,7 +47,7 @@ int cli_cmd_emit(int argc, char **argv) {
     return EXIT_USAGE;
   }
   int rc = EXIT_USAGE, considered = 0;
-  bool *keep = NULL;
+  bool *keep = NULL, *in_sample = NULL;
   ug_variant *all = NULL;
   int nall = 0, cap = 0;
   ug_kernel **kernels = calloc((size_t)set.n + 1, sizeof *kernels);
@@ -62,7 +68,7 @@ int cli_cmd_emit(int argc, char **argv) {
         cli_diag(&d);
         goto out;
       }
-      if (o.tuned) {
+      if (o.tuned || o.sample) { /* keep: the default choices, and with --tuned the DB's */
         free(keep);
         if (!(keep = calloc((size_t)nv + 1, sizeof *keep))) {
           free(vs);
@@ -80,22 +86,36 @@ int cli_cmd_emit(int argc, char **argv) {
           }
         }
       }
+      if (nall + nv > cap) {
+        cap = 2 * (nall + nv);
+        ug_variant *na = realloc(all, (size_t)cap * sizeof *na);
+        bool *ns = realloc(in_sample, (size_t)cap * sizeof *ns);
+        if (na) all = na;
+        if (ns) in_sample = ns;
+        if (!na || !ns) {
+          free(vs);
+          cli_error("emit: out of memory");
+          goto out;
+        }
+      }
+      const int pass_start = nall;
       for (int i = 0; i < nv; i++) {
         if (o.dtype_set && !o.dtypes[vs[i].pt.dtype]) continue;
         if (!ug_fits(&vs[i], &o.budget)) continue;
         considered++;
-        if (keep && !keep[i]) continue;
-        if (nall == cap) {
-          cap = cap ? cap * 2 : 256;
-          ug_variant *na = realloc(all, (size_t)cap * sizeof *na);
-          if (!na) {
-            free(vs);
-            cli_error("emit: out of memory");
-            goto out;
-          }
-          all = na;
-        }
+        if (o.tuned && !keep[i]) continue;
+        in_sample[nall] = keep && keep[i];
         all[nall++] = vs[i];
+      }
+      if (o.sample) { /* the defaults and, dtype by dtype, ug_sample_mark's share of what fits */
+        for (int s = pass_start, e; s < nall; s = e) {
+          for (e = s; e < nall && all[e].pt.dtype == all[s].pt.dtype; e++) continue;
+          ug_sample_mark(all + s, e - s, o.sample, in_sample + s);
+        }
+        int kept = pass_start;
+        for (int i = pass_start; i < nall; i++)
+          if (in_sample[i]) all[kept++] = all[i];
+        nall = kept;
       }
       free(vs);
     }
@@ -111,6 +131,9 @@ int cli_cmd_emit(int argc, char **argv) {
   fprintf(stderr, "ubgen emit: %d %s of %d %s into %s (%d %s written, %d unchanged, %d removed)\n", nall,
           nall == 1 ? "variant" : "variants", nk, nk == 1 ? "kernel" : "kernels", o.out, st.written,
           st.written == 1 ? "file" : "files", st.unchanged, st.removed);
+  if (o.sample)
+    fprintf(stderr, "ubgen emit: --sample %d and the default choices kept %d of the %d variants that fit\n", o.sample,
+            nall, considered);
   if (o.tuned) {
     fprintf(stderr, "ubgen emit: --tuned %s: %d tuned %s and the default choices kept %d of the %d variants that fit",
             o.tuned, ts.tuned, ts.tuned == 1 ? "entry" : "entries", nall, considered);
@@ -124,6 +147,7 @@ int cli_cmd_emit(int argc, char **argv) {
   rc = EXIT_OK;
 out:
   free(keep);
+  free(in_sample);
   ug_tunedb_free(&db);
   free(all);
   free(kernels);

@@ -36,7 +36,7 @@ static const help_text texts[] = {
      "  --verbose      every rule that rules a variant out, with its values\n"},
     {"emit",
      "Usage: ubgen emit --out DIR [--kernel K]... [--dtype D]... [--registry NAME] [--self-register]\n"
-     "                  [--no-kernels] [--tuned DB]\n"
+     "                  [--no-kernels] [--tuned DB | --sample N]\n"
      "C sources of every variant that fits, a registry of them and a header, for gcc.\n"
      "  --out DIR        where to write (created; files replaced atomically)\n"
      "  --kernel K       only kernel K (repeatable)\n"
@@ -44,7 +44,9 @@ static const help_text texts[] = {
      "  --registry NAME  the registry's name (default ubg_aot_main, the library's own)\n"
      "  --self-register  the registry registers itself when its object is loaded\n"
      "  --no-kernels     a registry of specs only: every variant through the JIT\n"
-     "  --tuned DB       only the variants DB chose, and the default strategy's choices\n"},
+     "  --tuned DB       only the variants DB chose, and the default strategy's choices\n"
+     "  --sample N       of each pass and dtype, every Nth variant, the first tiled one and the\n"
+     "                   widest whole-row one (a small build for a memory checker)\n"},
     {"check",
      "Usage: ubgen check [KERNEL|KERNEL.PASS|all] [--kernel K]... [--dtype D]... [--no-reference] [--timeout S]\n"
      "Runs every variant that fits on the kernel's test cases and compares it with the kernel's\n"
@@ -96,7 +98,7 @@ void cli_usage(FILE *f, bool with_runtime) {
         "  plan   KERNEL.PASS|KERNEL.OP --dtype D --shape name=v,... [--db FILE] [--json] [--verbose]\n"
         "                                                           the variant a call would use, and why\n"
         "  emit   --out DIR [--kernel K]... [--dtype D]... [--registry NAME] [--self-register]\n"
-        "         [--no-kernels] [--tuned DB]                       C sources + registry for gcc\n",
+        "         [--no-kernels] [--tuned DB | --sample N]          C sources + registry for gcc\n",
         f);
   if (with_runtime)
     fputs("  check  [KERNEL|KERNEL.PASS|all] [--kernel K]... [--dtype D]... [--no-reference]\n"

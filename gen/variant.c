@@ -97,3 +97,13 @@ int ug_find_variant(const ug_pass *p, const char *name, ug_variant *out, ug_diag
   return ug_fail(d, NULL, (ug_loc){0, 0}, "%s.%s has no variant named \"%s\" (%d variants%s; `ubgen list --kernel %s` lists them)",
                  p->kernel->name, p->name, name, n, example, p->kernel->name);
 }
+
+void ug_sample_mark(const ug_variant *v, int n, int every, bool *keep) {
+  int widest = -1, first_tiled = -1;
+  for (int i = 0; i < n; i++) {
+    if (v[i].pt.tiled == 1 && first_tiled < 0) first_tiled = i;
+    if (v[i].pt.tiled == 0 && (widest < 0 || v[i].pt.axis[0] > v[widest].pt.axis[0])) widest = i;
+  }
+  for (int i = 0; i < n; i++)
+    if (i % every == 0 || i == widest || i == first_tiled) keep[i] = true;
+}

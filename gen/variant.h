@@ -21,4 +21,12 @@ int ug_enumerate(const ug_pass *p, int dtype, ug_variant **out, int *n, ug_diag 
  * none (the message says what the name should look like). */
 int ug_find_variant(const ug_pass *p, const char *name, ug_variant *out, ug_diag *d);
 
+/* Marks (keep[i] = true, never cleared) a sample of v[0..n), the variants
+ * of one pass and dtype in enumeration order: every `every`th, plus the
+ * first tiled one and the widest whole-row one, so that every row length
+ * still has a variant of each kind that applies (a tiled one applies to any
+ * length, a whole-row one up to its BLOCK_D). A reduced build (ubgen emit
+ * --sample) and a reduced test run (TC_REDUCED) both take it. */
+void ug_sample_mark(const ug_variant *v, int n, int every, bool *keep);
+
 #endif

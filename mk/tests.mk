@@ -44,7 +44,7 @@ $(BUILD)/tests/%: tests/%.c $(REF_OBJS) $(TKLIST) $(LIB_A) $(HEADERS) $$(TEST_SR
 # kernels: both in one, built beside the main one, checked by its own test.
 NOAOT := $(BUILD)/noaot
 $(NOAOT)/lib/libubgen.a: $(SPECS) $(TEMPLATES) $(wildcard gen/*.c runtime/*.c templates/*.c) $(HEADERS)
-	$(MAKE) BUILD=$(NOAOT) KBUILD=$(NOAOT) UBGEN_AOT=0 ONEDNN= $(NOAOT)/lib/libubgen.a
+	$(MAKE) BUILD=$(NOAOT) KBUILD=$(NOAOT) UBGEN_AOT=0 SAMPLE= ONEDNN= $(NOAOT)/lib/libubgen.a
 $(BUILD)/tests/noaot_test: tests/noaot/test_noaot.c $(NOAOT)/lib/libubgen.a $(REF_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) $(CFLAGS) $< $(REF_OBJS) $(NOAOT)/lib/libubgen.a -lcriterion $(LDLIBS) -o $@
@@ -104,9 +104,11 @@ test-asan: deps-test
 # build directory. Valgrind 3.19 has no AVX-512, so everything (the kernels,
 # the gcc JIT's -march) is built for x86-64-v3, the kernels at -O2 (the same
 # bits as -O3, without FMA contraction or fast math, in half the compile
-# time: this build's kernels are a fifth of CI's time). The tests are built with
-# -DTC_REDUCED=8 (a variant sweep takes every 8th variant plus one of each
-# kind, and shapes of more than 2^20 elements are left out), TC_TIME_SCALE=40
+# time). The tests are built with -DTC_REDUCED=$(VG_SAMPLE) (a variant sweep
+# takes ug_sample's share: every 8th variant plus one of each kind; shapes of
+# more than 2^20 elements are left out), and only that share of the kernels
+# is built in (SAMPLE: building all 2,488 took a quarter of the stage; a
+# variant a test calls outside it goes through the JIT), TC_TIME_SCALE=40
 # (their timeouts) and TC_VALGRIND (what a memory checker changes: freed
 # memory stays resident). Valgrind follows the test processes Criterion
 # starts; the shell, timeout and the compilers the gcc JIT runs are not
@@ -124,6 +126,7 @@ test-asan: deps-test
 # make test-asan checks runtime/gemm_onednn.c (ASan cannot see into the
 # uninstrumented libdnnl).
 VG_BUILD := $(BUILD)/valgrind
+VG_SAMPLE := 8
 VG_LOGS  := $(VG_BUILD)/logs
 VG_SKIP  := $(BUILD)/tests/test_cli
 VG_OPTS  := --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect \
@@ -136,8 +139,8 @@ VG_ERRORS := grep -lE 'ERROR SUMMARY: [1-9]|Invalid (read|write|free)|uninitiali
 deps-valgrind:
 	@sh mk/deps.sh valgrind
 test-valgrind: deps-valgrind
-	$(MAKE) -j$(NPROC) BUILD=$(VG_BUILD) MARCH=x86-64-v3 KOPT=-O2 ONEDNN= \
-	  CFLAGS='-O2 -g -DTC_VALGRIND -DTC_REDUCED=8 -DTC_TIME_SCALE=40' all test-build
+	$(MAKE) -j$(NPROC) BUILD=$(VG_BUILD) MARCH=x86-64-v3 KOPT=-O2 ONEDNN= SAMPLE=$(VG_SAMPLE) \
+	  CFLAGS='-O2 -g -DTC_VALGRIND -DTC_REDUCED=$(VG_SAMPLE) -DTC_TIME_SCALE=40' all test-build
 	@rm -rf $(VG_LOGS) && mkdir -p $(VG_LOGS)
 	@set -e; export OMP_WAIT_POLICY=passive; \
 	for t in $(patsubst $(BUILD)/%,$(VG_BUILD)/%,$(filter-out $(VG_SKIP),$(TEST_BINS))) $(VG_BUILD)/tests/noaot_test; do \

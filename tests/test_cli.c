@@ -2123,6 +2123,89 @@ Test(cli, emit_tuned_keeps_the_tuned_and_default_variants) {
   }
 }
 
+/* whether files (a directory's names) hold <variant>.c */
+static bool emitted(char **files, int n, const char *variant) {
+  char file[200];
+  snprintf(file, sizeof file, "%s.c", variant);
+  for (int i = 0; i < n; i++)
+    if (!strcmp(files[i], file)) return true;
+  return false;
+}
+
+/* --sample 8, make test-valgrind's build: of each pass and dtype, every 8th
+ * variant that fits (in list order), the first tiled one, the widest
+ * whole-row one and the default choice at the spec's tune shape; nothing
+ * else. The rule is written here again on list's JSON, independently of
+ * ug_sample_mark. */
+Test(cli, emit_sample_keeps_every_nth_and_one_of_each_kind) {
+  char out[400];
+  snprintf(out, sizeof out, "%s/sampled", scratch);
+  run_result r = ubgen("emit --kernel rms_norm --out %s --sample 8", out);
+  assert_status(r, 0);
+  run_free(&r);
+  char **names;
+  int n = list_dir(out, &names);
+  int nc = 0;
+  for (int i = 0; i < n; i++) nc += ends_with(names[i], ".c") && strncmp(names[i], "ubg_", 4);
+  r = ubgen("list --kernel rms_norm --json");
+  assert_status(r, 0);
+  json_t *root = parse_json(r.out);
+  run_free(&r);
+  char group[64] = ""; /* "<pass> <dtype>": the group the rule runs over */
+  int want = 0, idx = 0, widest = -1;
+  const char *tiled_name = NULL, *widest_name = NULL;
+  json_t *variants = json_object_get(root, "variants");
+  for (size_t i = 0; i <= json_array_size(variants); i++) {
+    json_t *v = json_array_get(variants, i); /* NULL past the end closes the last group */
+    if (v && !json_is_true(json_object_get(v, "fits"))) continue;
+    char key[64] = "";
+    if (v)
+      snprintf(key, sizeof key, "%s %s", json_string_value(json_object_get(v, "pass")),
+               json_string_value(json_object_get(v, "dtype")));
+    if (strcmp(key, group)) { /* the group ends: its first tiled and widest whole-row variants */
+      if (group[0]) {
+        cr_assert(tiled_name && emitted(names, n, tiled_name), "%s: the first tiled variant %s is emitted", group, tiled_name);
+        cr_assert(widest_name && emitted(names, n, widest_name), "%s: the widest whole-row %s is emitted", group, widest_name);
+      }
+      if (!v) break;
+      snprintf(group, sizeof group, "%s", key);
+      idx = 0, widest = -1, tiled_name = widest_name = NULL;
+    }
+    const char *name = json_string_value(json_object_get(v, "variant"));
+    json_t *axes = json_object_get(v, "axes");
+    int block_d = (int)json_integer_value(json_object_get(axes, "BLOCK_D"));
+    if (json_is_true(json_object_get(axes, "tiled"))) tiled_name = tiled_name ? tiled_name : name;
+    else if (block_d > widest) widest = block_d, widest_name = name;
+    if (idx++ % 8 == 0) {
+      cr_assert(emitted(names, n, name), "%s (every 8th of %s) is emitted", name, group);
+      want++;
+    }
+  }
+  /* the default strategy's choice at the spec's tune shape */
+  r = ubgen("plan rms_norm.fwd --dtype f32 --shape rows=2048,cols=4096 --json");
+  assert_status(r, 0);
+  json_t *j = parse_json(r.out);
+  const char *chosen = json_string_value(json_object_get(j, "variant"));
+  cr_assert(emitted(names, n, chosen), "the default choice %s is emitted", chosen);
+  json_decref(j);
+  run_free(&r);
+  cr_assert(nc >= want && nc < want + 40, "%d variants emitted: the %d sampled, their kinds and the defaults", nc,
+            want);
+  json_decref(root);
+  free_names(names, n);
+  /* a sample of 0, or with --tuned: exit 2, nothing written */
+  const char *bad[] = {"--sample 0", "--sample x", "--sample 8 --tuned db.json"};
+  for (int b = 0; b < 3; b++) {
+    r = ubgen("emit --kernel rms_norm --out %s/none %s", scratch, bad[b]);
+    assert_status(r, 2);
+    cr_assert(strstr(r.err, "--sample"), "%s", r.err);
+    char none[400];
+    snprintf(none, sizeof none, "%s/none", scratch);
+    cr_assert(!exists(none), "nothing written for %s", bad[b]);
+    run_free(&r);
+  }
+}
+
 /* flce.chunk: whole ubg_flce calls at each chunk size, the fastest into the DB */
 Test(cli, tune_flce_chunk_writes_an_entry) {
   run_result r = ubgen("tune flce.chunk --dtype f32 --shape bt=64,hidden=32,vocab=512 --reps 1 --db %s/db.json", scratch);

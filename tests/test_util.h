@@ -66,25 +66,6 @@ typedef struct {
   int n;
 } tc_variants;
 
-#ifdef TC_REDUCED
-/* make test-valgrind builds the tests with -DTC_REDUCED=N: a sweep takes
- * every Nth feasible variant, plus the first tiled one and the widest
- * non-tiled one, so that every shape a test runs still has a variant of
- * each kind that applies (a tiled variant applies to any row length, a
- * non-tiled one to rows up to its BLOCK_D). */
-static inline void tc_sample(tc_variants *t) {
-  int widest = -1, first_tiled = -1, n = 0;
-  for (int i = 0; i < t->n; i++) {
-    const ug_variant *v = &t->v[i];
-    if (v->pt.tiled == 1 && first_tiled < 0) first_tiled = i;
-    if (v->pt.tiled == 0 && (widest < 0 || v->pt.axis[0] > t->v[widest].pt.axis[0])) widest = i;
-  }
-  for (int i = 0; i < t->n; i++)
-    if (i % (TC_REDUCED) == 0 || i == widest || i == first_tiled) t->v[n++] = t->v[i];
-  t->n = n;
-}
-#endif
-
 static inline tc_variants tc_kernel_variants(const char *kernel, const char *pass, int dtype) {
   tc_variants out = {0};
   ug_diag d;
@@ -102,7 +83,15 @@ static inline tc_variants tc_kernel_variants(const char *kernel, const char *pas
     if (ug_fits(&all[i], &b)) out.v[out.n++] = all[i];
   free(all);
 #ifdef TC_REDUCED
-  tc_sample(&out);
+  /* make test-valgrind builds the tests with -DTC_REDUCED=N: a sweep takes
+   * the sample of the variants that its build emits (ubgen emit --sample N) */
+  bool *keep = calloc((size_t)out.n + 1, sizeof *keep);
+  ug_sample_mark(out.v, out.n, TC_REDUCED, keep);
+  int kept = 0;
+  for (int i = 0; i < out.n; i++)
+    if (keep[i]) out.v[kept++] = out.v[i];
+  out.n = kept;
+  free(keep);
 #endif
   return out;
 }
