@@ -17,14 +17,8 @@ UBGEN_REF(group_norm, fwd) {
   const int64_t rows = a[6].i * a[8].i, groups = a[8].i, cg = a[7].i / groups, D = a[9].i, spatial = D / cg;
   const double eps = (float)a[10].f; /* the kernel gets a float */
   for (int64_t r = 0; r < rows; r++) {
-    double s = 0, v = 0;
-    for (int64_t j = 0; j < D; j++) s += ref_load(x, r * D + j, dt);
-    const double mean = s / (double)D;
-    for (int64_t j = 0; j < D; j++) {
-      const double c = ref_load(x, r * D + j, dt) - mean;
-      v += c * c;
-    }
-    const double rstd = 1.0 / sqrt(v / (double)D + eps);
+    double mean, rstd;
+    ref_mean_rstd(x, r * D, D, dt, eps, &mean, &rstd);
     outs[4][r] = mean;
     outs[5][r] = rstd;
     for (int64_t j = 0; j < D; j++) {

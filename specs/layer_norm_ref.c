@@ -13,14 +13,8 @@ UBGEN_REF(layer_norm, fwd) {
   const int64_t rows = a[6].i, D = a[7].i;
   const double eps = (float)a[8].f; /* the kernel gets a float */
   for (int64_t r = 0; r < rows; r++) {
-    double s = 0, v = 0;
-    for (int64_t d = 0; d < D; d++) s += ref_load(x, r * D + d, dt);
-    const double mean = s / (double)D;
-    for (int64_t d = 0; d < D; d++) {
-      const double c = ref_load(x, r * D + d, dt) - mean;
-      v += c * c;
-    }
-    const double rstd = 1.0 / sqrt(v / (double)D + eps);
+    double mean, rstd;
+    ref_mean_rstd(x, r * D, D, dt, eps, &mean, &rstd);
     outs[4][r] = mean;
     outs[5][r] = rstd;
     for (int64_t d = 0; d < D; d++)

@@ -3,11 +3,6 @@
     the scalar loop for any other compiler; every body gives the same bits.
     The including template defines RND, LD, ST, DT, ES, the CAST_ modes and
     the M_ modes. }}
-/* dx's factor of x, -(rstd^3 / cols) sum(m x), from the lanes of sum(m x) */
-UBG_INLINE float corr_of(const float *acc, float r, ubg_i64 cols) {
-  return r * (-(1.0f / (float)cols) * r * r * ubg_lanes_fold(acc));
-}
-
 UBG_INLINE float m_of(float dy, float wt, int m_mode) {
   return m_mode == M_DY ? dy : m_mode == M_MUL ? dy * wt : RND(dy * wt);
 }

@@ -101,6 +101,22 @@ static inline double ref_load(const void *p, int64_t i, int dtype) {
   return sign ? -v : v;
 }
 
+/* the mean of the n elements of a tensor in dtype from base, and rstd = 1 /
+ * sqrt(var + eps) with their biased variance taken in a second pass: the row
+ * statistics of LayerNorm and GroupNorm, one definition for both */
+static inline void ref_mean_rstd(const void *p, int64_t base, int64_t n, int dtype, double eps, double *mean,
+                                 double *rstd) {
+  double s = 0, v = 0;
+  for (int64_t i = 0; i < n; i++) s += ref_load(p, base + i, dtype);
+  const double m = s / (double)n;
+  for (int64_t i = 0; i < n; i++) {
+    const double c = ref_load(p, base + i, dtype) - m;
+    v += c * c;
+  }
+  *mean = m;
+  *rstd = 1.0 / sqrt(v / (double)n + eps);
+}
+
 /* element i of a tensor in dtype := v rounded to it (building inputs) */
 static inline void ref_store(void *p, int64_t i, int dtype, double v) {
   double r = ref_round(v, dtype);

@@ -53,6 +53,18 @@ static void copy_in(const char *rel, const char *dir) {
   free(dst), free(text), free(src);
 }
 
+/* path's first `from` replaced by `to` (which must be there) */
+static void edit_file(const char *path, const char *from, const char *to) {
+  char *t = slurp(path);
+  cr_assert_not_null(t, "cannot read %s", path);
+  char *at = strstr(t, from);
+  cr_assert_not_null(at, "%s has no \"%s\"; update this test", path, from);
+  char *mod = malloc(strlen(t) + strlen(to) + 1);
+  sprintf(mod, "%.*s%s%s", (int)(at - t), t, to, at + strlen(from));
+  write_file(path, mod);
+  free(mod), free(t);
+}
+
 static int cmp_strp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* the entries of a directory (without . and ..), sorted; -1 if it cannot be opened */
@@ -1086,9 +1098,9 @@ Test(cli, check_rms_norm_fwd_f32_passes) {
   run_free(&r);
 }
 
-/* a user's version of rms_norm whose forward template doubles every store:
- * every run must fail (wrong numbers, or no way to compile the changed
- * kernel), and the exit status is 1, not 0 or 2 */
+/* a user's version of rms_norm whose forward doubles rstd: every run must
+ * fail (wrong numbers, or no way to compile the changed kernel), and the
+ * exit status is 1, not 0 or 2 */
 Test(cli, check_failure_exits_1) {
   char *dir = path_in(scratch, "broken");
   cr_assert_eq(mkdir(dir, 0755), 0);
@@ -1107,20 +1119,13 @@ Test(cli, check_failure_exits_1) {
   free(dst);
   free(mod);
   free(spec);
-  snprintf(src, sizeof src, "%s/templates/rms_norm_fwd.c.tmpl", UBGEN_SRC);
-  char *t = slurp(src);
-  cr_assert_not_null(t);
-  /* rstd doubled: every code path (scalar, vector, tcc's) goes through rstd_of */
-  const char *st = "float r = 1.0f / sqrtf(";
-  at = strstr(t, st);
-  cr_assert_not_null(at, "the shipped template computes rstd as this test expects");
-  mod = malloc(strlen(t) + 64);
-  sprintf(mod, "%.*sfloat r = 2.0f / sqrtf(%s", (int)(at - t), t, at + strlen(st));
-  dst = path_in(dir, "rms_norm_fwd.c.tmpl");
-  write_file(dst, mod);
+  /* rstd doubled: every code path (scalar, vector, tcc's) goes through
+   * rstd_of, in the partial that the shipped template pastes from the spec's
+   * directory before the shipped templates */
+  copy_in("templates/rms_norm_row.h", dir);
+  dst = path_in(dir, "rms_norm_row.h");
+  edit_file(dst, "float r = 1.0f / sqrtf(", "float r = 2.0f / sqrtf(");
   free(dst);
-  free(mod);
-  free(t);
   copy_in("specs/rms_norm_ref.c", dir); /* a spec comes with its reference */
 
   run_result r = ubgen("check rms_norm.fwd --specs %s --dtype f32", dir);
@@ -1144,18 +1149,6 @@ Test(cli, check_unknown_kernel_exits_2) {
 }
 
 /* ---- check and tune verify a kernel that is only data ------------------------------------ */
-
-/* path's first `from` replaced by `to` (which must be there) */
-static void edit_file(const char *path, const char *from, const char *to) {
-  char *t = slurp(path);
-  cr_assert_not_null(t, "cannot read %s", path);
-  char *at = strstr(t, from);
-  cr_assert_not_null(at, "%s has no \"%s\"; update this test", path, from);
-  char *mod = malloc(strlen(t) + strlen(to) + 1);
-  sprintf(mod, "%.*s%s%s", (int)(at - t), t, to, at + strlen(from));
-  write_file(path, mod);
-  free(mod), free(t);
-}
 
 /* r exited with status and said want (on stderr or stdout); r freed */
 static void expect_says(run_result r, int status, bool on_err, const char *want) {
@@ -1748,8 +1741,9 @@ Test(cli, missing_template_is_located_in_the_spec) {
 
 /* A copy of a shipped spec in a user's directory may come with its own
  * templates: the built-in code must not serve it (it did once, silently
- * running the shipped template). The JIT compiles the user's template: an
- * unmodified copy passes `check`, one that doubles y fails it. */
+ * running the shipped template). The JIT compiles the user's template and
+ * partials: unmodified copies pass `check`, a rms_norm_row.h that doubles y
+ * fails it. */
 Test(cli, user_copy_of_shipped_spec_runs_the_users_template) {
   char *dir = path_in(scratch, "specs");
   cr_assert_eq(mkdir(dir, 0755), 0);
@@ -1761,22 +1755,20 @@ Test(cli, user_copy_of_shipped_spec_runs_the_users_template) {
   char *tmpl = slurp(tmpl_in);
   char *tmpl_out = path_in(dir, "rms_norm_fwd.c.tmpl");
   write_file(tmpl_out, tmpl);
+  copy_in("templates/rms_norm_row.h", dir);
   copy_in("specs/rms_norm_ref.c", dir);
   run_result r = ubgen("check rms_norm.fwd --dtype f32 --specs %s", dir);
   assert_status(r, 0);
   run_free(&r);
-  /* rstd, and so y, doubled: every code path goes through rstd_of */
-  const char *from = "float r = 1.0f / sqrtf(";
-  char *at = strstr(tmpl, from);
-  cr_assert_not_null(at, "the template changed; update this test");
-  char *changed = malloc(strlen(tmpl) + 16);
-  sprintf(changed, "%.*sfloat r = 2.0f / sqrtf(%s", (int)(at - tmpl), tmpl, at + strlen(from));
-  write_file(tmpl_out, changed);
+  /* rstd, and so y, doubled: every code path goes through rstd_of, which
+   * the template pastes from the partial beside the spec */
+  char *row = path_in(dir, "rms_norm_row.h");
+  edit_file(row, "float r = 1.0f / sqrtf(", "float r = 2.0f / sqrtf(");
   r = ubgen("check rms_norm.fwd --dtype f32 --specs %s", dir);
   assert_status(r, 1);
   cr_assert(strstr(r.out, "FAIL") && (strstr(r.out, "y[") || strstr(r.out, "rstd[")), "%s", r.out);
   run_free(&r);
-  free(dir), free(spec_in), free(text), free(spec), free(tmpl_in), free(tmpl), free(tmpl_out), free(changed);
+  free(dir), free(spec_in), free(text), free(spec), free(tmpl_in), free(tmpl), free(tmpl_out), free(row);
 }
 
 /* ---- tune ------------------------------------------------------------------------ */

@@ -168,3 +168,27 @@ def rope(q, k, cos, sin, unsqueeze_dim=1):
         rot = x[..., :R] * cos + rotate_half(x[..., :R]) * sin
         out.append(torch.cat((rot, x[..., R:]), dim=-1))
     return tuple(out)
+
+
+# tolerances of a rotation (RoPE, M-RoPE, Llama 4's) against float64: products
+# and a sum in f32, one rounding
+ROPE_TOL = {torch.float32: (1e-5, 1e-5), torch.float16: (1e-2, 1e-2), torch.bfloat16: (5e-2, 1e-2)}
+
+
+def check_rotated(q, k, out, reference, dtype):
+    """out = (q_out, k_out), a rotation of the leaves q and k in dtype, and
+    the gradients it gives q and k for random incoming ones, within
+    ROPE_TOL of reference(q64, k64): the same rotation of float64 copies,
+    with autograd"""
+    q_out, k_out = out
+    q64, k64 = leaf(q), leaf(k)
+    rq, rk = reference(q64, k64)
+    atol, rtol = ROPE_TOL[dtype]
+    assert q_out.dtype == dtype and q_out.shape == q.shape and k_out.shape == k.shape
+    assert_close(q_out, rq, atol, rtol, "q_out")
+    assert_close(k_out, rk, atol, rtol, "k_out")
+    gq, gk = torch.randn(q.shape).to(dtype), torch.randn(k.shape).to(dtype)
+    torch.autograd.backward((q_out, k_out), (gq, gk))
+    torch.autograd.backward((rq, rk), (gq.double(), gk.double()))
+    assert_close(q.grad, q64.grad, atol, rtol, "dq")
+    assert_close(k.grad, k64.grad, atol, rtol, "dk")

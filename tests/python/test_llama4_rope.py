@@ -7,9 +7,7 @@ and real (imaginary part dropped) frequencies, every dtype; bad input is
 refused by name.
 
 Tolerances: Liger's test_llama4_rope.py, f32 1e-5 / 1e-5, bf16 1e-1 / 1e-5
-(against torch in f32, rounded); here against complex128: f32 1e-5 / 1e-5,
-f16 1e-2 / 1e-2, bf16 5e-2 / 1e-2 (products and a sum in f32, one
-rounding)."""
+(against torch in f32, rounded); here _ref.ROPE_TOL against complex128."""
 import pytest
 import torch
 
@@ -20,7 +18,6 @@ from ubgen.liger import (LigerLlama4RopeFunction, liger_llama4_text_rotary_pos_e
 import _ref
 from _ref import DTYPE_IDS, DTYPES
 
-TOL = {torch.float32: (1e-5, 1e-5), torch.float16: (1e-2, 1e-2), torch.bfloat16: (5e-2, 1e-2)}
 # (B, T, Hq, Hk, D): Liger's test_correctness and test_functional_correctness shapes
 SHAPES = [(1, 128, 32, 32, 64), (2, 128, 32, 32, 64), (1, 128, 32, 8, 64), (2, 128, 32, 8, 64),
           (3, 423, 73, 213, 92), (3, 423, 73, 155, 92), (1, 2, 2, 2, 8), (1, 2, 1, 2, 8), (9, 7, 41, 41, 40)]
@@ -55,18 +52,7 @@ def reference(q, k, freqs):
 
 
 def check(fn, q, k, freqs, ref_freqs, dtype):
-    q_out, k_out = fn(q, k, freqs)
-    q64, k64 = _ref.leaf(q), _ref.leaf(k)
-    rq, rk = reference(q64, k64, ref_freqs)
-    atol, rtol = TOL[dtype]
-    assert q_out.dtype == dtype and q_out.shape == q.shape and k_out.shape == k.shape
-    _ref.assert_close(q_out, rq, atol, rtol, "q_out")
-    _ref.assert_close(k_out, rk, atol, rtol, "k_out")
-    gq, gk = torch.randn(q.shape).to(dtype), torch.randn(k.shape).to(dtype)
-    torch.autograd.backward((q_out, k_out), (gq, gk))
-    torch.autograd.backward((rq, rk), (gq.double(), gk.double()))
-    _ref.assert_close(q.grad, q64.grad, atol, rtol, "dq")
-    _ref.assert_close(k.grad, k64.grad, atol, rtol, "dk")
+    _ref.check_rotated(q, k, fn(q, k, freqs), lambda q64, k64: reference(q64, k64, ref_freqs), dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)

@@ -7,8 +7,7 @@ streams, q and k as the transposed views a model makes, every dtype; the
 by name.
 
 Tolerances: Liger's test_qwen2vl_mrope.py, f32 1e-5 / 1e-5, bf16 1e-1 /
-1e-5 (against torch in the dtype); here against float64 as test_rope.py:
-f32 1e-5 / 1e-5, f16 1e-2 / 1e-2, bf16 5e-2 / 1e-2."""
+1e-5 (against torch in the dtype); here _ref.ROPE_TOL against float64."""
 import pytest
 import torch
 
@@ -18,7 +17,6 @@ from ubgen.liger import LigerQwen2VLMRopeFunction, liger_multimodal_rotary_pos_e
 import _ref
 from _ref import DTYPE_IDS, DTYPES
 
-TOL = {torch.float32: (1e-5, 1e-5), torch.float16: (1e-2, 1e-2), torch.bfloat16: (5e-2, 1e-2)}
 # (B, T, Hq, Hk, D, mrope_section): Liger's test_correctness (all head and
 # section pairs at both batch sizes and sequence lengths) and test_functional_correctness
 SHAPES = [(b, t, hq, hk, d, sec) for b in (1, 2) for t in (128, 131) for hq, hk in ((64, 8), (28, 4), (12, 2))
@@ -49,18 +47,8 @@ def picked(t, sections):
 def check(fn, shape, dtype):
     B, T, Hq, Hk, D, sections = shape
     q, k, cos, sin = inputs(B, T, Hq, Hk, D, dtype)
-    q_out, k_out = fn(q, k, cos, sin, sections)
-    q64, k64 = _ref.leaf(q), _ref.leaf(k)
-    rq, rk = _ref.rope(q64, k64, picked(cos.double(), sections), picked(sin.double(), sections))
-    atol, rtol = TOL[dtype]
-    assert q_out.dtype == dtype and q_out.shape == q.shape and k_out.shape == k.shape
-    _ref.assert_close(q_out, rq, atol, rtol, "q_out")
-    _ref.assert_close(k_out, rk, atol, rtol, "k_out")
-    gq, gk = torch.randn(q.shape).to(dtype), torch.randn(k.shape).to(dtype)
-    torch.autograd.backward((q_out, k_out), (gq, gk))
-    torch.autograd.backward((rq, rk), (gq.double(), gk.double()))
-    _ref.assert_close(q.grad, q64.grad, atol, rtol, "dq")
-    _ref.assert_close(k.grad, k64.grad, atol, rtol, "dk")
+    cos64, sin64 = picked(cos.double(), sections), picked(sin.double(), sections)
+    _ref.check_rotated(q, k, fn(q, k, cos, sin, sections), lambda q64, k64: _ref.rope(q64, k64, cos64, sin64), dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)

@@ -6,8 +6,7 @@ tables, unsqueeze_dim=2, partial rotary (Phi-3), every dtype; the bits do
 not depend on the layout q comes in; bad input is refused by name.
 
 Tolerances: Liger's test_rope.py, f32 1e-5 / 1e-5, bf16 1e-1 / 1e-5 (against
-torch in the dtype); here against float64: f32 1e-5 / 1e-5, f16 1e-2 /
-1e-2, bf16 5e-2 / 1e-2 (products and a sum in f32, one rounding)."""
+torch in the dtype); here _ref.ROPE_TOL against float64."""
 import pytest
 import torch
 
@@ -17,7 +16,6 @@ from ubgen.liger import LigerRopeFunction, liger_rope, liger_rotary_pos_emb
 import _ref
 from _ref import DTYPE_IDS, DTYPES
 
-TOL = {torch.float32: (1e-5, 1e-5), torch.float16: (1e-2, 1e-2), torch.bfloat16: (5e-2, 1e-2)}
 # (B, T, Hq, Hk, D, cos batch (0: a [T, D] table), rotary columns R)
 SHAPES = [(1, 1, 1, 1, 2, 1, 2), (2, 16, 4, 2, 64, 1, 64), (3, 9, 8, 8, 128, 3, 128), (2, 5, 6, 1, 32, 0, 32),
           (2, 7, 4, 2, 96, 2, 32)]
@@ -45,18 +43,8 @@ def inputs(B, T, Hq, Hk, D, cb, R, dtype, unsqueeze_dim=1):
 def test_forward_and_backward_against_float64(shape, dtype, unsqueeze_dim):
     q, k, cos, sin = inputs(*shape, dtype, unsqueeze_dim)
     fn = ut.rope if shape[-1] < shape[4] else LigerRopeFunction.apply
-    q_out, k_out = fn(q, k, cos, sin, None, unsqueeze_dim)
-    q64, k64 = _ref.leaf(q), _ref.leaf(k)
-    rq, rk = _ref.rope(q64, k64, cos.double(), sin.double(), unsqueeze_dim)
-    atol, rtol = TOL[dtype]
-    assert q_out.dtype == dtype and q_out.shape == q.shape and k_out.shape == k.shape
-    _ref.assert_close(q_out, rq, atol, rtol, "q_out")
-    _ref.assert_close(k_out, rk, atol, rtol, "k_out")
-    gq, gk = torch.randn(q.shape).to(dtype), torch.randn(k.shape).to(dtype)
-    torch.autograd.backward((q_out, k_out), (gq, gk))
-    torch.autograd.backward((rq, rk), (gq.double(), gk.double()))
-    _ref.assert_close(q.grad, q64.grad, atol, rtol, "dq")
-    _ref.assert_close(k.grad, k64.grad, atol, rtol, "dk")
+    _ref.check_rotated(q, k, fn(q, k, cos, sin, None, unsqueeze_dim),
+                       lambda q64, k64: _ref.rope(q64, k64, cos.double(), sin.double(), unsqueeze_dim), dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
