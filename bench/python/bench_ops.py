@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,poly_norm,sparsemax,modulated_rms_norm,group_norm,fused_add_rms_norm,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,tvd,poly_norm,sparsemax,modulated_rms_norm,group_norm,fused_add_rms_norm,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -207,6 +207,19 @@ def unary_case(ours, theirs, BT, H, dt):
     }, None
 
 
+def tvd_case(BT, V, dt):
+    """Liger's benchmark_tvd: LigerTVDLoss (batchmean) against its
+    TorchTVDLoss, p and q softmaxes [BT, V]; the copy baseline moves p and q
+    (forward) and p, q and dp (backward)"""
+    p = torch.randn(BT, V).softmax(dim=-1).to(dt).requires_grad_()
+    q = torch.randn(BT, V).softmax(dim=-1).to(dt)
+    return {
+        "ubgen": lambda: step(lambda: ut.tvd(p, q), (p,), torch.ones_like),
+        "torch": lambda: step(lambda: torch.sum(torch.abs(p - q) / 2.0) / p.size(0), (p,), torch.ones_like),
+        "copy": row_copies(BT * V * p.element_size()),
+    }, None
+
+
 def poly_norm_case(T, H, dt):
     """Liger's benchmark_poly_norm: LigerPolyNorm against its NaivePolyNorm
     (PolyCom's formula in f32, float32 weight and bias, output in x's dtype)"""
@@ -393,6 +406,8 @@ OPS = {
                      "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096], {"H": 4096}, ["f32", "bf16"]),
     "softmax": (lambda BT, dt: unary_case(ut.softmax, lambda x: torch.softmax(x, dim=-1), BT, 4096, dt),
                 "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096], {"D": 4096}, ["f32", "bf16"]),
+    "tvd": (lambda BT, dt: tvd_case(BT, 32000, dt), "BT", "B x T", [512, 1024, 2048, 4096], [1024], {"V": 32000},
+            ["f32", "bf16"]),
     "poly_norm": (lambda T, dt: poly_norm_case(T, 4096, dt), "T", "tokens", [1024, 2048, 4096, 8192, 16384], [4096],
                   {"H": 4096}, ["f32", "bf16"]),
     "sparsemax": (lambda BT, dt: unary_case(ut.sparsemax, torch_sparsemax, BT, 4096, dt),

@@ -225,7 +225,7 @@ UBG_API ubg_status ubg_attn_res_bwd(ubg_ctx *, ubg_dtype, int64_t nblocks, int64
     const void *w_norm, const float *alpha, const float *rstd,
     void *dv, void *dw_query, void *dw_norm);
 
-typedef enum { UBG_REDUCE_MEAN, UBG_REDUCE_SUM, UBG_REDUCE_NONE } ubg_reduction;
+typedef enum { UBG_REDUCE_MEAN, UBG_REDUCE_SUM, UBG_REDUCE_NONE, UBG_REDUCE_BATCHMEAN /* TVD's */ } ubg_reduction;
 typedef struct {
   int64_t ignore_index;    /* -100 */
   float label_smoothing;   /* 0 */
@@ -269,6 +269,19 @@ typedef struct {
 UBG_API ubg_status ubg_cross_entropy(ubg_ctx *, ubg_dtype, int64_t bt, int64_t vocab,
     const void *logits /* [bt,vocab] */, const int64_t *target /* [bt] */,
     const ubg_flce_opts *, const ubg_ce_out *);
+
+/* Total variation distance (Liger's LigerTVDLossFunction) between the rows
+ * of p and q [rows, cols]: 0.5 |p - q| per element; a row whose
+ * shift_labels entry ([rows], or NULL: none) is ignore_index is left out.
+ * loss: [rows, cols] for REDUCE_NONE (0 on rows left out), else [1]: the
+ * sum over the rows kept (SUM), divided by their number (BATCHMEAN) or by
+ * their elements (MEAN), 0 when no row is kept. The backward takes the
+ * loss's gradient dloss (shaped as loss): dp = dloss 0.5 sign(p - q) times
+ * the same factor, sign(0) = 0, 0 on rows left out. dp may equal p. */
+UBG_API ubg_status ubg_tvd_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *p, const void *q,
+    const int64_t *shift_labels, int64_t ignore_index, ubg_reduction, float *loss);
+UBG_API ubg_status ubg_tvd_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const float *dloss,
+    const void *p, const void *q, const int64_t *shift_labels, int64_t ignore_index, ubg_reduction, void *dp);
 
 /* generic entry: any spec'd kernel's pass, or composite op (a spec's
  * "composites" entry with a "run": ubg_launch(ctx, "flce", "chunk", ...) is

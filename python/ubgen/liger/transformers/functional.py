@@ -10,7 +10,7 @@ from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedAddRMS
                    LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerGroupNormFunction,
                    LigerLayerNormFunction, LigerModulatedRMSNormFunction, LigerPolyNormFunction,
                    LigerQwen2VLMRopeFunction, LigerRMSNormFunction, LigerReLUSquaredFunction, LigerSiLUMulFunction,
-                   LigerSoftmaxFunction, LigerSparsemaxFunction)
+                   LigerSoftmaxFunction, LigerSparsemaxFunction, LigerTVDLossFunction)
 
 
 @dataclass
@@ -86,6 +86,12 @@ def liger_relu_squared(x):
 
 def liger_softmax(x):
     return LigerSoftmaxFunction.apply(x)
+
+
+def liger_tvd(input, target, shift_labels=None, reduction: str = "mean", ignore_index: int = -100):
+    """LigerTVDLossFunction with Liger's functional default, reduction "mean" (the Function's and
+    LigerTVDLoss's is "batchmean")"""
+    return LigerTVDLossFunction.apply(input, target, shift_labels, reduction, ignore_index)
 
 
 def liger_poly_norm(X, W, B, eps=1e-6, in_place=True):
