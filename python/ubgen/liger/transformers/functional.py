@@ -10,7 +10,7 @@ from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedAddRMS
                    LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerGroupNormFunction,
                    LigerLayerNormFunction, LigerModulatedRMSNormFunction, LigerPolyNormFunction,
                    LigerQwen2VLMRopeFunction, LigerRMSNormFunction, LigerReLUSquaredFunction, LigerSiLUMulFunction,
-                   LigerSoftmaxFunction, LigerSparsemaxFunction)
+                   LigerSoftmaxFunction, LigerKLDivLossFunction, LigerSparsemaxFunction)
 
 
 @dataclass
@@ -86,6 +86,13 @@ def liger_relu_squared(x):
 
 def liger_softmax(x):
     return LigerSoftmaxFunction.apply(x)
+
+
+def liger_kl_div(input, target, size_average: bool = True, reduce: bool = True, reduction: str = "mean",
+                 log_target: bool = False, eps: float = 1e-10):
+    """torch.nn.functional.kl_div's signature, default reduction "mean";
+    size_average and reduce are placeholders, as in Liger"""
+    return LigerKLDivLossFunction.apply(input, target, reduction, log_target, eps)
 
 
 def liger_poly_norm(X, W, B, eps=1e-6, in_place=True):
