@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,tvd,poly_norm,sparsemax,modulated_rms_norm,group_norm,fused_add_rms_norm,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,tvd,kl_div,poly_norm,sparsemax,modulated_rms_norm,group_norm,fused_add_rms_norm,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -217,6 +217,31 @@ def tvd_case(BT, V, dt):
         "ubgen": lambda: step(lambda: ut.tvd(p, q), (p,), torch.ones_like),
         "torch": lambda: step(lambda: torch.sum(torch.abs(p - q) / 2.0) / p.size(0), (p,), torch.ones_like),
         "copy": row_copies(BT * V * p.element_size()),
+def kl_div_case(BT, V, dt):
+    """Liger's benchmark_kl_div: LigerKLDIVLoss against torch's nn.KLDivLoss,
+    reduction "batchmean", y_pred a log_softmax and y_true a softmax [BT, V]"""
+    y_pred = torch.randn(BT, V, dtype=dt).log_softmax(dim=-1).requires_grad_()
+    y_true = torch.randn(BT, V, dtype=dt).softmax(dim=-1)
+    ours, theirs = ut.KLDivLoss(reduction="batchmean"), torch.nn.KLDivLoss(reduction="batchmean")
+    one = torch.tensor(1.0)
+    nbytes = y_pred.nbytes
+    src, dst = torch.ones(nbytes, dtype=torch.uint8), torch.zeros(nbytes, dtype=torch.uint8)
+
+    def copy():
+        """the bytes the op must move, as copies into a buffer already
+        faulted in: the forward reads two tensors (a copy of one moves as
+        many bytes), the backward reads y_true and writes dy_pred"""
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        t1 = time.perf_counter()
+        dst.copy_(src)
+        t2 = time.perf_counter()
+        return {"forward": t1 - t0, "backward": t2 - t1, "full": t2 - t0}
+
+    return {
+        "ubgen": lambda: step(lambda: ours(y_pred, y_true), (y_pred,), lambda y: one),
+        "torch": lambda: step(lambda: theirs(y_pred, y_true), (y_pred,), lambda y: one),
+        "copy": copy,
     }, None
 
 
@@ -408,6 +433,8 @@ OPS = {
                 "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096], {"D": 4096}, ["f32", "bf16"]),
     "tvd": (lambda BT, dt: tvd_case(BT, 32000, dt), "BT", "B x T", [512, 1024, 2048, 4096], [1024], {"V": 32000},
             ["f32", "bf16"]),
+    "kl_div": (lambda BT, dt: kl_div_case(BT, 32000, dt), "BT", "B x T", [256, 512, 1024, 2048], [256],
+               {"V": 32000}, ["f32", "bf16"]),
     "poly_norm": (lambda T, dt: poly_norm_case(T, 4096, dt), "T", "tokens", [1024, 2048, 4096, 8192, 16384], [4096],
                   {"H": 4096}, ["f32", "bf16"]),
     "sparsemax": (lambda BT, dt: unary_case(ut.sparsemax, torch_sparsemax, BT, 4096, dt),

@@ -120,6 +120,19 @@ UBG_API ubg_status ubg_softmax_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t c
 UBG_API ubg_status ubg_softmax_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
     const void *y, void *dx);
 
+/* KL divergence (Liger's LigerKLDivLossFunction) of y_true from y_pred,
+ * both [rows, cols], y_pred log-probabilities: l = y_true (log max(y_true,
+ * eps) - y_pred), or e^y_true (y_true - y_pred) with log_target 1.
+ * reduction is a ubg_reduction: UBG_REDUCE_NONE gives loss [rows, cols] =
+ * l; SUM, MEAN and BATCHMEAN give loss [1], the sum of l (in double)
+ * divided by 1, rows cols or rows. The backward needs y_true alone:
+ * dy_pred = -(y_true or e^y_true) grad_output, grad_output [rows, cols]
+ * for NONE, else [1] and divided likewise. dy_pred may equal y_true. */
+UBG_API ubg_status ubg_kl_div_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, int reduction, int log_target,
+    float eps, const void *y_pred, const void *y_true, float *loss);
+UBG_API ubg_status ubg_kl_div_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, int reduction, int log_target,
+    const void *y_true, const float *grad_output, void *dy_pred);
+
 /* PolyNorm (Liger's LigerPolyNormFunction) over rows of x [rows, cols]:
  * y = w0 norm(x^3) + w1 norm(x^2) + w2 norm(x) + b, norm(u) = u rstd_u,
  * rstd_u = 1 / sqrt(mean(u^2) + eps); w [3], b [1]; rstd [rows, 3] f32
@@ -225,7 +238,8 @@ UBG_API ubg_status ubg_attn_res_bwd(ubg_ctx *, ubg_dtype, int64_t nblocks, int64
     const void *w_norm, const float *alpha, const float *rstd,
     void *dv, void *dw_query, void *dw_norm);
 
-typedef enum { UBG_REDUCE_MEAN, UBG_REDUCE_SUM, UBG_REDUCE_NONE, UBG_REDUCE_BATCHMEAN /* TVD's */ } ubg_reduction;
+/* BATCHMEAN (the sum / rows kept) is the distillation losses' (KL divergence, TVD) */
+typedef enum { UBG_REDUCE_MEAN, UBG_REDUCE_SUM, UBG_REDUCE_NONE, UBG_REDUCE_BATCHMEAN } ubg_reduction;
 typedef struct {
   int64_t ignore_index;    /* -100 */
   float label_smoothing;   /* 0 */

@@ -13,12 +13,12 @@ from .ops import (LigerAttnResFunction, LigerCrossEntropyFunction, LigerDyTFunct
                   LigerGroupNormFunction, LigerLayerNormFunction, LigerLlama4RopeFunction,
                   LigerModulatedRMSNormFunction, LigerPolyNormFunction, LigerQwen2VLMRopeFunction,
                   LigerRMSNormFunction, LigerReLUSquaredFunction, LigerRopeFunction, LigerSiLUMulFunction,
-                  LigerSoftmaxFunction, LigerSparsemaxFunction, LigerTVDLossFunction)
+                  LigerSoftmaxFunction, LigerKLDivLossFunction, LigerSparsemaxFunction, LigerTVDLossFunction)
 from .transformers.functional import (CrossEntropyOutput, liger_attn_res, liger_cross_entropy, liger_dyt,
                                       liger_fused_add_rms_norm, liger_fused_linear_cross_entropy, liger_geglu,
                                       liger_group_norm, liger_layer_norm, liger_modulated_rms_norm, liger_poly_norm,
                                       liger_qwen2vl_mrope, liger_relu_squared, liger_rms_norm, liger_rope,
-                                      liger_softmax, liger_sparsemax, liger_swiglu, liger_tvd)
+                                      liger_softmax, liger_kl_div, liger_sparsemax, liger_swiglu, liger_tvd)
 from .transformers.cross_entropy import LigerCrossEntropyLoss
 from .transformers.dyt import LigerDyT
 from .transformers.experimental.embedding import LigerEmbedding
@@ -36,6 +36,7 @@ from .transformers.rms_norm import LigerRMSNorm
 from .transformers.rope import liger_rotary_pos_emb
 from .transformers.softmax import LigerSoftmax
 from .transformers.tvd import LigerTVDLoss
+from .transformers.kl_div import LigerKLDIVLoss
 from .transformers.sparsemax import LigerSparsemax
 from .transformers.swiglu import LigerSwiGLUMLP
 
@@ -61,6 +62,7 @@ __all__ = [
     "LigerReLUSquaredFunction", "LigerReLUSquared", "liger_relu_squared",
     "LigerSoftmaxFunction", "LigerSoftmax", "liger_softmax",
     "LigerTVDLossFunction", "LigerTVDLoss", "liger_tvd",
+    "LigerKLDivLossFunction", "LigerKLDIVLoss", "liger_kl_div",
     "LigerPolyNormFunction", "LigerPolyNorm", "liger_poly_norm",
     "LigerSparsemaxFunction", "LigerSparsemax", "liger_sparsemax",
     "LigerQwen2VLMRopeFunction", "liger_qwen2vl_mrope", "liger_multimodal_rotary_pos_emb",

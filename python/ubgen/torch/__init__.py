@@ -21,6 +21,7 @@ from .rope import MRopeFunction, RopeFunction, mrope, rope
 from .llama4_rope import Llama4RopeFunction, llama4_rope
 from .softmax import Softmax, SoftmaxFunction, softmax
 from .tvd import TVDLoss, TVDLossFunction, tvd
+from .kl_div import KLDivLoss, KLDivLossFunction, kl_div
 from .poly_norm import PolyNorm, PolyNormFunction, poly_norm
 from .sparsemax import Sparsemax, SparsemaxFunction, sparsemax
 from .fused_add_rms_norm import FusedAddRMSNorm, FusedAddRMSNormFunction, fused_add_rms_norm
@@ -40,6 +41,7 @@ __all__ = [
     "RopeFunction", "rope", "MRopeFunction", "mrope", "Llama4RopeFunction", "llama4_rope",
     "Softmax", "SoftmaxFunction", "softmax",
     "TVDLoss", "TVDLossFunction", "tvd",
+    "KLDivLoss", "KLDivLossFunction", "kl_div",
     "PolyNorm", "PolyNormFunction", "poly_norm",
     "Sparsemax", "SparsemaxFunction", "sparsemax",
     "GroupNorm", "GroupNormFunction", "group_norm",

@@ -18,6 +18,7 @@ from .qwen2vl_mrope import LigerQwen2VLMRopeFunction
 from .relu_squared import LigerReLUSquaredFunction
 from .softmax import LigerSoftmaxFunction
 from .tvd import LigerTVDLossFunction
+from .kl_div import LigerKLDivLossFunction
 from .sparsemax import LigerSparsemaxFunction
 
 __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerDyTFunction", "LigerEmbeddingFunction",
@@ -25,4 +26,4 @@ __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerDyTFunctio
            "LigerGroupNormFunction", "LigerLayerNormFunction", "LigerLlama4RopeFunction",
            "LigerModulatedRMSNormFunction", "LigerPolyNormFunction", "LigerQwen2VLMRopeFunction",
            "LigerRMSNormFunction", "LigerReLUSquaredFunction", "LigerRopeFunction", "LigerSiLUMulFunction",
-           "LigerSoftmaxFunction", "LigerSparsemaxFunction", "LigerTVDLossFunction"]
+           "LigerSoftmaxFunction", "LigerKLDivLossFunction", "LigerSparsemaxFunction", "LigerTVDLossFunction"]

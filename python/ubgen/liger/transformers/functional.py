@@ -10,7 +10,7 @@ from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedAddRMS
                    LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerGroupNormFunction,
                    LigerLayerNormFunction, LigerModulatedRMSNormFunction, LigerPolyNormFunction,
                    LigerQwen2VLMRopeFunction, LigerRMSNormFunction, LigerReLUSquaredFunction, LigerSiLUMulFunction,
-                   LigerSoftmaxFunction, LigerSparsemaxFunction, LigerTVDLossFunction)
+                   LigerSoftmaxFunction, LigerKLDivLossFunction, LigerSparsemaxFunction, LigerTVDLossFunction)
 
 
 @dataclass
@@ -92,6 +92,11 @@ def liger_tvd(input, target, shift_labels=None, reduction: str = "mean", ignore_
     """LigerTVDLossFunction with Liger's functional default, reduction "mean" (the Function's and
     LigerTVDLoss's is "batchmean")"""
     return LigerTVDLossFunction.apply(input, target, shift_labels, reduction, ignore_index)
+def liger_kl_div(input, target, size_average: bool = True, reduce: bool = True, reduction: str = "mean",
+                 log_target: bool = False, eps: float = 1e-10):
+    """torch.nn.functional.kl_div's signature, default reduction "mean";
+    size_average and reduce are placeholders, as in Liger"""
+    return LigerKLDivLossFunction.apply(input, target, reduction, log_target, eps)
 
 
 def liger_poly_norm(X, W, B, eps=1e-6, in_place=True):
