@@ -35,6 +35,8 @@ from .transformers.relu_squared import LigerReLUSquared
 from .transformers.rms_norm import LigerRMSNorm
 from .transformers.rope import liger_rotary_pos_emb
 from .transformers.softmax import LigerSoftmax
+from .transformers.jsd import LigerJSD, LigerJSDFunction
+from .transformers.functional import liger_jsd
 from .transformers.sparsemax import LigerSparsemax
 from .transformers.swiglu import LigerSwiGLUMLP
 
@@ -59,6 +61,7 @@ __all__ = [
     "LigerDyTFunction", "LigerDyT", "liger_dyt",
     "LigerReLUSquaredFunction", "LigerReLUSquared", "liger_relu_squared",
     "LigerSoftmaxFunction", "LigerSoftmax", "liger_softmax",
+    "LigerJSDFunction", "LigerJSD", "liger_jsd",
     "LigerPolyNormFunction", "LigerPolyNorm", "liger_poly_norm",
     "LigerSparsemaxFunction", "LigerSparsemax", "liger_sparsemax",
     "LigerQwen2VLMRopeFunction", "liger_qwen2vl_mrope", "liger_multimodal_rotary_pos_emb",

@@ -20,6 +20,7 @@ from .rms_norm import RMSNorm, RMSNormFunction, rms_norm
 from .rope import MRopeFunction, RopeFunction, mrope, rope
 from .llama4_rope import Llama4RopeFunction, llama4_rope
 from .softmax import Softmax, SoftmaxFunction, softmax
+from .jsd import JSD, JSDFunction, jsd
 from .poly_norm import PolyNorm, PolyNormFunction, poly_norm
 from .sparsemax import Sparsemax, SparsemaxFunction, sparsemax
 from .fused_add_rms_norm import FusedAddRMSNorm, FusedAddRMSNormFunction, fused_add_rms_norm
@@ -38,6 +39,7 @@ __all__ = [
     "RMSNorm", "RMSNormFunction", "rms_norm",
     "RopeFunction", "rope", "MRopeFunction", "mrope", "Llama4RopeFunction", "llama4_rope",
     "Softmax", "SoftmaxFunction", "softmax",
+    "JSD", "JSDFunction", "jsd",
     "PolyNorm", "PolyNormFunction", "poly_norm",
     "Sparsemax", "SparsemaxFunction", "sparsemax",
     "GroupNorm", "GroupNormFunction", "group_norm",

@@ -17,6 +17,7 @@ from .poly_norm import LigerPolyNormFunction
 from .qwen2vl_mrope import LigerQwen2VLMRopeFunction
 from .relu_squared import LigerReLUSquaredFunction
 from .softmax import LigerSoftmaxFunction
+from .jsd import LigerJSDFunction
 from .sparsemax import LigerSparsemaxFunction
 
 __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerDyTFunction", "LigerEmbeddingFunction",
@@ -24,4 +25,4 @@ __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerDyTFunctio
            "LigerGroupNormFunction", "LigerLayerNormFunction", "LigerLlama4RopeFunction",
            "LigerModulatedRMSNormFunction", "LigerPolyNormFunction", "LigerQwen2VLMRopeFunction",
            "LigerRMSNormFunction", "LigerReLUSquaredFunction", "LigerRopeFunction", "LigerSiLUMulFunction",
-           "LigerSoftmaxFunction", "LigerSparsemaxFunction"]
+           "LigerSoftmaxFunction", "LigerJSDFunction", "LigerSparsemaxFunction"]

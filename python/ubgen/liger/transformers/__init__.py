@@ -19,6 +19,7 @@ from .rms_norm import (LigerRMSNorm, LigerRMSNormForGemma, LigerRMSNormForGemma2
                        LigerRMSNormForGlm4, LigerRMSNormForOlmo2)
 from .rope import liger_rotary_pos_emb
 from .softmax import LigerSoftmax
+from .jsd import LigerJSD
 from .sparsemax import LigerSparsemax
 from .swiglu import (LigerBlockSparseTop2MLP, LigerExperts, LigerFalconH1SwiGLUMLP, LigerPhi3SwiGLUMLP,
                      LigerQwen3MoeSwiGLUMLP, LigerSwiGLUMLP)
@@ -40,5 +41,5 @@ __all__ = ["LigerBlockSparseTop2MLP", "LigerCrossEntropyLoss", "LigerDyT", "Lige
            "LigerGEGLUMLPForGemma4", "LigerGroupNorm", "LigerLayerNorm", "LigerModulatedRMSNorm",
            "LigerPhi3SwiGLUMLP", "LigerPolyNorm", "LigerQwen3MoeSwiGLUMLP", "LigerRMSNorm", "LigerRMSNormForGemma",
            "LigerRMSNormForGemma2", "LigerRMSNormForGemma3", "LigerRMSNormForGlm4", "LigerRMSNormForOlmo2",
-           "LigerReLUSquared", "LigerSoftmax", "LigerSparsemax", "LigerSwiGLUMLP", "liger_llama4_text_rotary_pos_emb",
+           "LigerReLUSquared", "LigerSoftmax", "LigerJSD", "LigerSparsemax", "LigerSwiGLUMLP", "liger_llama4_text_rotary_pos_emb",
            "liger_llama4_vision_rotary_pos_emb", "liger_rotary_pos_emb", "AutoLigerKernelForCausalLM"]

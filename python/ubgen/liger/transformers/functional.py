@@ -10,7 +10,7 @@ from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedAddRMS
                    LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerGroupNormFunction,
                    LigerLayerNormFunction, LigerModulatedRMSNormFunction, LigerPolyNormFunction,
                    LigerQwen2VLMRopeFunction, LigerRMSNormFunction, LigerReLUSquaredFunction, LigerSiLUMulFunction,
-                   LigerSoftmaxFunction, LigerSparsemaxFunction)
+                   LigerSoftmaxFunction, LigerSparsemaxFunction, LigerJSDFunction)
 
 
 @dataclass
@@ -86,6 +86,10 @@ def liger_relu_squared(x):
 
 def liger_softmax(x):
     return LigerSoftmaxFunction.apply(x)
+
+
+def liger_jsd(input, target, shift_labels=None, beta: float = 0.5, ignore_index: int = -100):
+    return LigerJSDFunction.apply(input, target, shift_labels, beta, ignore_index)
 
 
 def liger_poly_norm(X, W, B, eps=1e-6, in_place=True):
