@@ -118,6 +118,24 @@ def test_not_last_layer(beta, ignore_index, grad_output, dtype):
           ignore_index, grad_output)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+def test_f32_teacher(dtype):
+    """an f32 target with a half-precision input is read in f32, not rounded
+    to the input's dtype (Liger's kernel loads each in its own dtype): the
+    gradient within the rounding of its own dtype (half an ulp and the f16
+    subnormals' step), where a target rounded to it would be 0.4% (f16) or
+    3% (bf16) off"""
+    log_q, _ = inputs(1, 4, 300, dtype)
+    _, log_p = inputs(1, 4, 300, torch.float32, seed=3)
+    check(FNS["ut"], log_q, log_p, 0.5)
+    x = log_q.clone().requires_grad_()
+    ut.jsd(x, log_p).backward()
+    xr = _ref.leaf(log_q)
+    jsd_ref(xr, log_p.double(), 0.5).backward()
+    half_ulp = {torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}[dtype]
+    _ref.assert_close(x.grad, xr.grad, 6e-8, 1.01 * half_ulp, "d_input")
+
+
 def test_every_row_ignored():
     log_q, log_p = inputs(2, 10, 32, torch.bfloat16)
     x = log_q.clone().requires_grad_()
@@ -167,3 +185,5 @@ def test_bad_inputs_are_refused():
         ut.jsd(log_q, log_p[:, :4])
     with pytest.raises(TypeError, match="float64"):
         ut.jsd(log_q.double(), log_p)
+    with pytest.raises(TypeError, match="target"):
+        ut.jsd(log_q, torch.zeros(4, 8, dtype=torch.long))

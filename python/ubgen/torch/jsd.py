@@ -11,7 +11,9 @@ its gradient in one sweep (specs/jsd.json):
 The gradient over _input is computed in the forward pass, as Liger does
 (the sweep that has both rows in hand writes it; docs/semantics.md), and
 scaled by grad_output in the backward. target gets no gradient, as in
-Liger.
+Liger. A target of another dtype than _input (an f32 teacher, a bf16
+student) is not rounded to _input's: both run in f32, as Liger's kernel
+reads each in its own dtype.
 """
 import torch
 
@@ -26,7 +28,11 @@ class JSDFunction(torch.autograd.Function):
     def forward(ctx, _input, target, shift_labels=None, beta=0.5, ignore_index=-100):
         log_q = _util.tensor("_input", _input, ndim=2)
         _util.dtype_code("_input", log_q)
-        log_p = _util.same_dtype("target", _util.tensor("target", target, ndim=2), log_q.dtype)
+        log_p = _util.tensor("target", target, ndim=2)
+        if not torch.is_floating_point(log_p):
+            raise TypeError("target has dtype %s; a floating point tensor is needed" % (log_p.dtype,))
+        if log_p.dtype != log_q.dtype:  # Liger's kernel reads each in its own dtype into f32: so do these copies
+            log_q, log_p = log_q.float(), log_p.float()
         if log_p.shape != log_q.shape:
             raise ValueError("target has shape %s, but _input has %s" % (tuple(log_p.shape), tuple(log_q.shape)))
         bt, V = log_q.shape
@@ -39,6 +45,8 @@ class JSDFunction(torch.autograd.Function):
         dlog_q = _util.empty_like(log_q) if ctx.needs_input_grad[0] else None
         _util.launch("jsd", "fwd", log_q.dtype, log_q=log_q, log_p=log_p, shift_labels=labels, loss=loss,
                      dlog_q=dlog_q, rows=bt, cols=V, beta=_util.f32(beta), ignore_index=int(ignore_index))
+        if dlog_q is not None:
+            dlog_q = dlog_q.to(_input.dtype)  # Liger's dX is of _input's dtype
         ctx.save_for_backward(dlog_q)
         return loss.view(()).to(_input.dtype)  # Liger's loss is in the input's dtype
 
