@@ -72,30 +72,29 @@ UBG_INLINE float jsd_term(int kind, float x, float y, float beta, float omb, flo
 }
 
 /* over n elements of a row, element j in lane j % 64 (UBG_LANES4; the
- * tile starts at a multiple of 64): lanes[l] += the loss terms in double,
- * q_t[j] = scale g */
-UBG_INLINE void jsd_lanes(int kind, double *UBG_RESTRICT lanes, float *UBG_RESTRICT q_t,
-                          const float *UBG_RESTRICT p_t, ubg_i64 n, float beta, float scale) {
+ * tile starts at a multiple of 64): q_t[j] = scale g, and lanes[l] += the
+ * loss terms in double, which pass through p_t (a select's result summed
+ * into a double at once keeps gcc from vectorizing the loop) */
+UBG_INLINE void jsd_lanes(int kind, double *UBG_RESTRICT lanes, float *UBG_RESTRICT q_t, float *UBG_RESTRICT p_t,
+                          ubg_i64 n, float beta, float scale) {
   const float omb = 1.0f - beta;
-  ubg_i64 j = 0;
+  ubg_i64 j;
   int l;
   float g;
-  for (; j + UBG_LANES4 <= n; j += UBG_LANES4)
-    for (l = 0; l < UBG_LANES4; l++) {
-      lanes[l] += (double)jsd_term(kind, q_t[j + l], p_t[j + l], beta, omb, &g);
-      q_t[j + l] = g * scale;
-    }
-  for (l = 0; j + l < n; l++) {
-    lanes[l] += (double)jsd_term(kind, q_t[j + l], p_t[j + l], beta, omb, &g);
-    q_t[j + l] = g * scale;
+  for (j = 0; j < n; j++) {
+    p_t[j] = jsd_term(kind, q_t[j], p_t[j], beta, omb, &g);
+    q_t[j] = g * scale;
   }
+  for (j = 0; j + UBG_LANES4 <= n; j += UBG_LANES4)
+    for (l = 0; l < UBG_LANES4; l++) lanes[l] += (double)p_t[j + l];
+  for (l = 0; j + l < n; l++) lanes[l] += (double)p_t[j + l];
 }
 
 /* A tile of a row: q_t = log q, p_t = log p (f32) in; lanes[l] += the
- * loss terms, q_t = scale x the gradient over log q out. A row's loss is
- * fold64(lanes) after its tiles. */
-UBG_INLINE void jsd_tile(double *UBG_RESTRICT lanes, float *UBG_RESTRICT q_t, const float *UBG_RESTRICT p_t,
-                         ubg_i64 n, float beta, float scale) {
+ * loss terms, q_t = scale x the gradient over log q, p_t = the terms out.
+ * A row's loss is fold64(lanes) after its tiles. */
+UBG_INLINE void jsd_tile(double *UBG_RESTRICT lanes, float *UBG_RESTRICT q_t, float *UBG_RESTRICT p_t, ubg_i64 n,
+                         float beta, float scale) {
   if (beta == 0.0f) jsd_lanes(JSD_FORWARD_KL, lanes, q_t, p_t, n, beta, scale);
   else if (beta == 1.0f) jsd_lanes(JSD_REVERSE_KL, lanes, q_t, p_t, n, beta, scale);
   else jsd_lanes(JSD_MIXED, lanes, q_t, p_t, n, beta, scale);
