@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,tvd,kl_div,poly_norm,sparsemax,modulated_rms_norm,group_norm,fused_add_rms_norm,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,tvd,kl_div,jsd,poly_norm,sparsemax,modulated_rms_norm,group_norm,fused_add_rms_norm,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -242,6 +242,39 @@ def kl_div_case(BT, V, dt):
         "ubgen": lambda: step(lambda: ours(y_pred, y_true), (y_pred,), lambda y: one),
         "torch": lambda: step(lambda: theirs(y_pred, y_true), (y_pred,), lambda y: one),
         "copy": copy,
+def torch_jsd(log_q, log_p, beta=0.5):
+    """Liger's benchmark and test TorchJSD: KLDivLoss(log_target=True) terms
+    of the mixture in f32, summed over the vocab, averaged over the rows"""
+    lq, lp = log_q.float(), log_p.float()
+    log_m = torch.lerp(lq.exp(), lp.exp(), beta).log()
+    kl = torch.nn.functional.kl_div
+    loss = (beta * kl(log_m, lp, reduction="none", log_target=True).sum(-1) +
+            (1 - beta) * kl(log_m, lq, reduction="none", log_target=True).sum(-1))
+    return (loss / lq.shape[0]).sum().to(log_q.dtype)
+
+
+def jsd_copies(nbytes):
+    """the bytes the JSD must move: log_q and log_p read and dlog_q written
+    in the forward (1.5 tensors copied), nothing in the backward"""
+    src, dst = torch.ones(nbytes * 3 // 2, dtype=torch.uint8), torch.zeros(nbytes * 3 // 2, dtype=torch.uint8)
+
+    def copy():
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        t1 = time.perf_counter()
+        return {"forward": t1 - t0, "backward": 0.0, "full": t1 - t0}
+    return copy
+
+
+def jsd_case(BT, V, dt):
+    """Liger's benchmark_jsd: LigerJSD against TorchJSD on log_softmax(randn)
+    rows, the student's gradient, grad_output 1 (the loss is the last layer)"""
+    x = torch.randn(BT, V).log_softmax(dim=-1).to(dt).requires_grad_()
+    target = torch.randn(BT, V).log_softmax(dim=-1).to(dt)
+    return {
+        "ubgen": lambda: step(lambda: ut.jsd(x, target), (x,), torch.ones_like),
+        "torch": lambda: step(lambda: torch_jsd(x, target), (x,), torch.ones_like),
+        "copy": jsd_copies(BT * V * x.element_size()),
     }, None
 
 
@@ -435,6 +468,8 @@ OPS = {
             ["f32", "bf16"]),
     "kl_div": (lambda BT, dt: kl_div_case(BT, 32000, dt), "BT", "B x T", [256, 512, 1024, 2048], [256],
                {"V": 32000}, ["f32", "bf16"]),
+    "jsd": (lambda BT, dt: jsd_case(BT, 32000, dt), "BT", "B x T", [1024, 2048, 4096], [1024], {"V": 32000},
+            ["f32", "bf16"]),
     "poly_norm": (lambda T, dt: poly_norm_case(T, 4096, dt), "T", "tokens", [1024, 2048, 4096, 8192, 16384], [4096],
                   {"H": 4096}, ["f32", "bf16"]),
     "sparsemax": (lambda BT, dt: unary_case(ut.sparsemax, torch_sparsemax, BT, 4096, dt),

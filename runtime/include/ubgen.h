@@ -132,6 +132,17 @@ UBG_API ubg_status ubg_kl_div_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t co
     float eps, const void *y_pred, const void *y_true, float *loss);
 UBG_API ubg_status ubg_kl_div_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, int reduction, int log_target,
     const void *y_true, const float *grad_output, void *dy_pred);
+/* Generalized Jensen-Shannon divergence (Liger's LigerJSDFunction) over
+ * rows of log-probabilities log_q (the student's) and log_p (the
+ * teacher's), [rows, cols]: beta KL(P || M) + (1 - beta) KL(Q || M), M =
+ * beta P + (1 - beta) Q, beta in [0, 1]; beta = 0 is KL(P || Q), beta = 1
+ * KL(Q || P). Rows whose shift_labels [rows] equal ignore_index are left
+ * out (shift_labels NULL: none is); loss [1] = the kept rows' sum / their
+ * count (0 when none is kept). dlog_q (NULL: not computed) receives
+ * dloss/dlog_q in the same sweep, 0 on the rows left out; it may equal
+ * log_q. */
+UBG_API ubg_status ubg_jsd_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *log_q,
+    const void *log_p, const int64_t *shift_labels, float beta, int64_t ignore_index, float *loss, void *dlog_q);
 
 /* PolyNorm (Liger's LigerPolyNormFunction) over rows of x [rows, cols]:
  * y = w0 norm(x^3) + w1 norm(x^2) + w2 norm(x) + b, norm(u) = u rstd_u,

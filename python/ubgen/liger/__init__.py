@@ -37,6 +37,8 @@ from .transformers.rope import liger_rotary_pos_emb
 from .transformers.softmax import LigerSoftmax
 from .transformers.tvd import LigerTVDLoss
 from .transformers.kl_div import LigerKLDIVLoss
+from .transformers.jsd import LigerJSD, LigerJSDFunction
+from .transformers.functional import liger_jsd
 from .transformers.sparsemax import LigerSparsemax
 from .transformers.swiglu import LigerSwiGLUMLP
 
@@ -63,6 +65,7 @@ __all__ = [
     "LigerSoftmaxFunction", "LigerSoftmax", "liger_softmax",
     "LigerTVDLossFunction", "LigerTVDLoss", "liger_tvd",
     "LigerKLDivLossFunction", "LigerKLDIVLoss", "liger_kl_div",
+    "LigerJSDFunction", "LigerJSD", "liger_jsd",
     "LigerPolyNormFunction", "LigerPolyNorm", "liger_poly_norm",
     "LigerSparsemaxFunction", "LigerSparsemax", "liger_sparsemax",
     "LigerQwen2VLMRopeFunction", "liger_qwen2vl_mrope", "liger_multimodal_rotary_pos_emb",

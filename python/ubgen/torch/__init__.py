@@ -22,6 +22,7 @@ from .llama4_rope import Llama4RopeFunction, llama4_rope
 from .softmax import Softmax, SoftmaxFunction, softmax
 from .tvd import TVDLoss, TVDLossFunction, tvd
 from .kl_div import KLDivLoss, KLDivLossFunction, kl_div
+from .jsd import JSD, JSDFunction, jsd
 from .poly_norm import PolyNorm, PolyNormFunction, poly_norm
 from .sparsemax import Sparsemax, SparsemaxFunction, sparsemax
 from .fused_add_rms_norm import FusedAddRMSNorm, FusedAddRMSNormFunction, fused_add_rms_norm
@@ -42,6 +43,7 @@ __all__ = [
     "Softmax", "SoftmaxFunction", "softmax",
     "TVDLoss", "TVDLossFunction", "tvd",
     "KLDivLoss", "KLDivLossFunction", "kl_div",
+    "JSD", "JSDFunction", "jsd",
     "PolyNorm", "PolyNormFunction", "poly_norm",
     "Sparsemax", "SparsemaxFunction", "sparsemax",
     "GroupNorm", "GroupNormFunction", "group_norm",

@@ -19,6 +19,7 @@ from .relu_squared import LigerReLUSquaredFunction
 from .softmax import LigerSoftmaxFunction
 from .tvd import LigerTVDLossFunction
 from .kl_div import LigerKLDivLossFunction
+from .jsd import LigerJSDFunction
 from .sparsemax import LigerSparsemaxFunction
 
 __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerDyTFunction", "LigerEmbeddingFunction",
@@ -26,4 +27,5 @@ __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerDyTFunctio
            "LigerGroupNormFunction", "LigerLayerNormFunction", "LigerLlama4RopeFunction",
            "LigerModulatedRMSNormFunction", "LigerPolyNormFunction", "LigerQwen2VLMRopeFunction",
            "LigerRMSNormFunction", "LigerReLUSquaredFunction", "LigerRopeFunction", "LigerSiLUMulFunction",
-           "LigerSoftmaxFunction", "LigerKLDivLossFunction", "LigerSparsemaxFunction", "LigerTVDLossFunction"]
+           "LigerSoftmaxFunction", "LigerJSDFunction", "LigerKLDivLossFunction", "LigerSparsemaxFunction",
+           "LigerTVDLossFunction"]

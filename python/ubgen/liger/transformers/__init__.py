@@ -21,6 +21,7 @@ from .rope import liger_rotary_pos_emb
 from .softmax import LigerSoftmax
 from .tvd import LigerTVDLoss
 from .kl_div import LigerKLDIVLoss
+from .jsd import LigerJSD
 from .sparsemax import LigerSparsemax
 from .swiglu import (LigerBlockSparseTop2MLP, LigerExperts, LigerFalconH1SwiGLUMLP, LigerPhi3SwiGLUMLP,
                      LigerQwen3MoeSwiGLUMLP, LigerSwiGLUMLP)
@@ -42,6 +43,6 @@ __all__ = ["LigerBlockSparseTop2MLP", "LigerCrossEntropyLoss", "LigerDyT", "Lige
            "LigerGEGLUMLPForGemma4", "LigerGroupNorm", "LigerLayerNorm", "LigerModulatedRMSNorm",
            "LigerPhi3SwiGLUMLP", "LigerPolyNorm", "LigerQwen3MoeSwiGLUMLP", "LigerRMSNorm", "LigerRMSNormForGemma",
            "LigerRMSNormForGemma2", "LigerRMSNormForGemma3", "LigerRMSNormForGlm4", "LigerRMSNormForOlmo2",
-           "LigerReLUSquared", "LigerSoftmax", "LigerTVDLoss", "LigerKLDIVLoss", "LigerSparsemax", "LigerSwiGLUMLP",
-           "liger_llama4_text_rotary_pos_emb", "liger_llama4_vision_rotary_pos_emb", "liger_rotary_pos_emb",
-           "AutoLigerKernelForCausalLM"]
+           "LigerReLUSquared", "LigerSoftmax", "LigerTVDLoss", "LigerKLDIVLoss", "LigerJSD", "LigerSparsemax",
+           "LigerSwiGLUMLP", "liger_llama4_text_rotary_pos_emb", "liger_llama4_vision_rotary_pos_emb",
+           "liger_rotary_pos_emb", "AutoLigerKernelForCausalLM"]

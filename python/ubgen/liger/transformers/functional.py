@@ -10,7 +10,8 @@ from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedAddRMS
                    LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerGroupNormFunction,
                    LigerLayerNormFunction, LigerModulatedRMSNormFunction, LigerPolyNormFunction,
                    LigerQwen2VLMRopeFunction, LigerRMSNormFunction, LigerReLUSquaredFunction, LigerSiLUMulFunction,
-                   LigerSoftmaxFunction, LigerKLDivLossFunction, LigerSparsemaxFunction, LigerTVDLossFunction)
+                   LigerSoftmaxFunction, LigerJSDFunction, LigerKLDivLossFunction, LigerSparsemaxFunction,
+                   LigerTVDLossFunction)
 
 
 @dataclass
@@ -97,6 +98,8 @@ def liger_kl_div(input, target, size_average: bool = True, reduce: bool = True, 
     """torch.nn.functional.kl_div's signature, default reduction "mean";
     size_average and reduce are placeholders, as in Liger"""
     return LigerKLDivLossFunction.apply(input, target, reduction, log_target, eps)
+def liger_jsd(input, target, shift_labels=None, beta: float = 0.5, ignore_index: int = -100):
+    return LigerJSDFunction.apply(input, target, shift_labels, beta, ignore_index)
 
 
 def liger_poly_norm(X, W, B, eps=1e-6, in_place=True):

@@ -1,0 +1,4 @@
+"""liger_kernel.ops.jsd"""
+from ...torch.jsd import JSDFunction as LigerJSDFunction
+
+__all__ = ["LigerJSDFunction"]
