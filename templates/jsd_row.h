@@ -1,7 +1,8 @@
 {{! The generalized JSD of one row, tile by tile: pasted into jsd_fwd.c.tmpl
     (and meant for a fused linear JSD's rows of log-softmaxed logits, which
     need the same per-row step: log q, log p, beta -> the row's loss and its
-    gradient over log q). Needs the prelude, and lanes_f64.h for fold64. }}
+    gradient over log q). Needs the prelude, lanes_f64.h for fold64 and
+    log_f32.h. }}
 /* e^x through the prelude's ubg_exp_fma_in_range (a third of ubg_exp's
  * operations): 0 below x = -87 (a probability under 1.7e-38, nothing in a
  * row's sum), Inf above 88 (no log-probability is), NaN stays NaN */
@@ -10,35 +11,6 @@ UBG_INLINE float jsd_exp(float x) {
   t = t < 88.0f ? t : 88.0f;
   const float e = ubg_exp_fma_in_range(t);
   return x != x ? x : x < -87.0f ? 0.0f : x > 88.0f ? 1.0f / 0.0f : e;
-}
-
-/* log x for a normal x > 0, with + - * fmaf and bit operations (Cephes'
- * logf: x = m 2^e, m in [sqrt(1/2), sqrt(2)), a polynomial in m - 1, ln 2
- * in two parts), so gcc vectorizes a loop of it and tcc gives its bits;
- * within 0.83 ulp of the exact log over every normal float. Nothing else
- * is handled (a select on x would stop gcc's vectorizer): the mixture m it
- * takes is below 2^-126 only where the probabilities that weigh its terms
- * are below 2e-38, which then add nothing (jsd_term). */
-UBG_INLINE float jsd_log(float x) {
-  const ubg_u32 u = ubg_f32_bits(x);
-  float m = ubg_bits_f32((u & 0x007fffffu) | 0x3f000000u); /* x = m 2^e, m in [0.5, 1) */
-  const int low = m < 0.70710678f;
-  const float e = (float)((int)(u >> 23) - 126 - low);
-  m = low ? m + m - 1.0f : m - 1.0f; /* in [-0.293, 0.414] */
-  const float z = m * m;
-  float p = 7.0376836292e-2f;
-  p = fmaf(p, m, -1.1514610310e-1f);
-  p = fmaf(p, m, 1.1676998740e-1f);
-  p = fmaf(p, m, -1.2420140846e-1f);
-  p = fmaf(p, m, 1.4249322787e-1f);
-  p = fmaf(p, m, -1.6668057665e-1f);
-  p = fmaf(p, m, 2.0000714765e-1f);
-  p = fmaf(p, m, -2.4999993993e-1f);
-  p = fmaf(p, m, 3.3333331174e-1f);
-  float y = p * m * z;
-  y = fmaf(e, -2.12194440e-4f, y);
-  y = fmaf(-0.5f, z, y);
-  return fmaf(e, 0.693359375f, m + y);
 }
 
 /* beta = 0 and 1 are Liger's forward and reverse KL, not the limits of the
@@ -65,7 +37,7 @@ UBG_INLINE float jsd_term(int kind, float x, float y, float beta, float omb, flo
     *g = q == 0.0f ? 0.0f : t + q;
     return t;
   }
-  const float log_m = jsd_log(beta * p + omb * q);
+  const float log_m = ubg_log_normal(beta * p + omb * q);
   const float tq = q == 0.0f ? 0.0f : omb * q * (x - log_m);
   *g = tq;
   return (p == 0.0f ? 0.0f : beta * p * (y - log_m)) + tq;

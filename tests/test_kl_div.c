@@ -120,7 +120,7 @@ Test(kl_div, no_rows) {
 }
 
 /* y_pred = 0 makes the loss y_true log y_true: the logarithm (Cephes'
- * polynomial, templates/kl_div_log.h) and the product within 2 ulp of
+ * polynomial, templates/log_f32.h) and the product within 2 ulp of
  * libm's in double, over y_true from 1e-37 to 1e36 */
 Test(kl_div, log_within_its_bound) {
   enum { N = 4096 };

@@ -79,6 +79,10 @@ def private(t):
     return _PRIVATE is not None and _use_counts(t) == _PRIVATE
 
 
+# the specs' reduction values (C's ubg_reduction); batchmean is the distillation losses' alone
+REDUCTIONS = {"mean": 0, "sum": 1, "none": 2, "batchmean": 3}
+
+
 def choice(name, value, table):
     """value (a name in table, or one of its codes) as the code"""
     if isinstance(value, str) and value in table:

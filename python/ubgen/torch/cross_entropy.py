@@ -17,7 +17,7 @@ import torch
 from .. import _lib
 from . import _util
 
-REDUCTIONS = {"mean": 0, "sum": 1, "none": 2}  # the spec's reduction values
+REDUCTIONS = {k: v for k, v in _util.REDUCTIONS.items() if k != "batchmean"}  # the spec's reduction values
 NONE = REDUCTIONS["none"]
 
 

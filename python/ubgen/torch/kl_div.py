@@ -14,9 +14,8 @@ y_pred's dtype, and y_true gets none (Liger's).
 import torch
 
 from . import _util
-from .cross_entropy import REDUCTIONS as _CE_REDUCTIONS
 
-REDUCTIONS = dict(_CE_REDUCTIONS, batchmean=3)  # the spec's reduction values: cross entropy's and batchmean
+REDUCTIONS = _util.REDUCTIONS
 NONE = REDUCTIONS["none"]
 
 
