@@ -10,7 +10,8 @@ UBG_INLINE float ubg_log_scaled(float x, float k) {
   const ubg_u32 u = ubg_f32_bits(x);
   float m = ubg_bits_f32((u & 0x007fffffu) | 0x3f000000u); /* x = m 2^e, m in [0.5, 1) */
   const int low = m < 0.70710678f;
-  const float e = (float)((int)(u >> 23) - 126 - low) + k;
+  float e = (float)((int)((u >> 23) & 0xffu) - 126) + k;
+  e = low ? e - 1.0f : e; /* a select of floats: an int taken from the comparison stops gcc's vectorizer */
   const float f = low ? m + m - 1.0f : m - 1.0f; /* exact (Sterbenz), in [-0.293, 0.414] */
   const float z = f * f;
   float p = 7.0376836292e-2f;

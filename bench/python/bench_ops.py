@@ -57,17 +57,20 @@ def torch_rms_norm(x, w, eps=1e-6):
     return w * h.to(dt)
 
 
-def row_copies(nbytes):
-    """the bytes a row-wise op of one nbytes tensor must move, as copies
-    into buffers already faulted in: its bandwidth ceiling (forward: x read,
-    y written; backward: x and dy read, dx written, as 1.5 tensors copied)"""
-    src, dst = torch.ones(nbytes * 3 // 2, dtype=torch.uint8), torch.zeros(nbytes * 3 // 2, dtype=torch.uint8)
+def row_copies(nbytes, forward=1.0, backward=1.5):
+    """the bytes an op must move, as copies of forward and backward times
+    nbytes into buffers already faulted in: its bandwidth ceiling. The
+    defaults are a row-wise op of one nbytes tensor (forward: x read, y
+    written; backward: x and dy read, dx written, as 1.5 tensors copied)"""
+    fwd, total = int(nbytes * forward), int(nbytes * (forward + backward))
+    size = max(fwd, total - fwd)
+    src, dst = torch.ones(size, dtype=torch.uint8), torch.zeros(size, dtype=torch.uint8)
 
     def copy():
         t0 = time.perf_counter()
-        dst[:nbytes].copy_(src[:nbytes])
+        dst[:fwd].copy_(src[:fwd])
         t1 = time.perf_counter()
-        dst.copy_(src)
+        dst[:total - fwd].copy_(src[:total - fwd])
         t2 = time.perf_counter()
         return {"forward": t1 - t0, "backward": t2 - t1, "full": t2 - t0}
     return copy
@@ -217,6 +220,9 @@ def tvd_case(BT, V, dt):
         "ubgen": lambda: step(lambda: ut.tvd(p, q), (p,), torch.ones_like),
         "torch": lambda: step(lambda: torch.sum(torch.abs(p - q) / 2.0) / p.size(0), (p,), torch.ones_like),
         "copy": row_copies(BT * V * p.element_size()),
+    }, None
+
+
 def kl_div_case(BT, V, dt):
     """Liger's benchmark_kl_div: LigerKLDIVLoss against torch's nn.KLDivLoss,
     reduction "batchmean", y_pred a log_softmax and y_true a softmax [BT, V]"""
@@ -224,24 +230,14 @@ def kl_div_case(BT, V, dt):
     y_true = torch.randn(BT, V, dtype=dt).softmax(dim=-1)
     ours, theirs = ut.KLDivLoss(reduction="batchmean"), torch.nn.KLDivLoss(reduction="batchmean")
     one = torch.tensor(1.0)
-    nbytes = y_pred.nbytes
-    src, dst = torch.ones(nbytes, dtype=torch.uint8), torch.zeros(nbytes, dtype=torch.uint8)
-
-    def copy():
-        """the bytes the op must move, as copies into a buffer already
-        faulted in: the forward reads two tensors (a copy of one moves as
-        many bytes), the backward reads y_true and writes dy_pred"""
-        t0 = time.perf_counter()
-        dst.copy_(src)
-        t1 = time.perf_counter()
-        dst.copy_(src)
-        t2 = time.perf_counter()
-        return {"forward": t1 - t0, "backward": t2 - t1, "full": t2 - t0}
-
     return {
         "ubgen": lambda: step(lambda: ours(y_pred, y_true), (y_pred,), lambda y: one),
         "torch": lambda: step(lambda: theirs(y_pred, y_true), (y_pred,), lambda y: one),
-        "copy": copy,
+        # forward: y_pred and y_true read; backward: y_true read, dy_pred written
+        "copy": row_copies(y_pred.nbytes, 1.0, 1.0),
+    }, None
+
+
 def torch_jsd(log_q, log_p, beta=0.5):
     """Liger's benchmark and test TorchJSD: KLDivLoss(log_target=True) terms
     of the mixture in f32, summed over the vocab, averaged over the rows"""
@@ -253,19 +249,6 @@ def torch_jsd(log_q, log_p, beta=0.5):
     return (loss / lq.shape[0]).sum().to(log_q.dtype)
 
 
-def jsd_copies(nbytes):
-    """the bytes the JSD must move: log_q and log_p read and dlog_q written
-    in the forward (1.5 tensors copied), nothing in the backward"""
-    src, dst = torch.ones(nbytes * 3 // 2, dtype=torch.uint8), torch.zeros(nbytes * 3 // 2, dtype=torch.uint8)
-
-    def copy():
-        t0 = time.perf_counter()
-        dst.copy_(src)
-        t1 = time.perf_counter()
-        return {"forward": t1 - t0, "backward": 0.0, "full": t1 - t0}
-    return copy
-
-
 def jsd_case(BT, V, dt):
     """Liger's benchmark_jsd: LigerJSD against TorchJSD on log_softmax(randn)
     rows, the student's gradient, grad_output 1 (the loss is the last layer)"""
@@ -274,7 +257,7 @@ def jsd_case(BT, V, dt):
     return {
         "ubgen": lambda: step(lambda: ut.jsd(x, target), (x,), torch.ones_like),
         "torch": lambda: step(lambda: torch_jsd(x, target), (x,), torch.ones_like),
-        "copy": jsd_copies(BT * V * x.element_size()),
+        "copy": row_copies(BT * V * x.element_size(), 1.5, 0.0),  # the forward reads log_q, log_p, writes dlog_q
     }, None
 
 
