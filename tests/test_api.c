@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ubgen.h"
+#include "test_util.h"
 
 enum { ROWS = 4, COLS = 37 };
 #define SENTINEL 0x5a
@@ -130,7 +131,7 @@ Test(budget, forced_variant_over_budget_names_both_sizes, .init = setup, .fini =
   cr_assert(strstr(msg, "524288") && strstr(msg, "176947"), "message: %s", msg);
   /* and the context keeps choosing automatically */
   cr_assert_eq(fwd(UBG_F32, ROWS, COLS, b.x, b.w, 1e-6f, UBG_CAST_LLAMA, b.y, b.rstd), UBG_OK);
-  cr_assert_str_eq(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d64_m32_n@aot");
+  tc_assert_aot(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d64_m32_n", "the last call");
 }
 
 Test(budget, smaller_budget_changes_choice_and_refusals) {
@@ -145,7 +146,7 @@ Test(budget, smaller_budget_changes_choice_and_refusals) {
   for (int i = 0; i < 2 * 4096; i++) x[i] = 1.0f;
   cr_assert_eq(ubg_rms_norm_fwd(small, UBG_F32, 2, 4096, x, NULL, 0, 0, UBG_CAST_LLAMA, y, rstd), UBG_OK);
   /* 2 x BLOCK_D x 4 bytes <= 14745: the largest tiled BLOCK_D is 1024 */
-  cr_assert_str_eq(ubg_ctx_last_variant(small), "rms_norm_fwd_f32_d1024_m1_t@aot");
+  tc_assert_aot(ubg_ctx_last_variant(small), "rms_norm_fwd_f32_d1024_m1_t", "the last call");
   cr_assert_float_eq(y[4095], 1.0f, 1e-6);
   ubg_ctx_destroy(small);
 }
@@ -168,10 +169,10 @@ Test(variants, set_variant_errors, .init = setup, .fini = teardown) {
   /* a forced variant is per dtype: bf16 calls stay automatic */
   cr_assert_eq(ubg_set_variant(ctx, "rms_norm", "fwd", "rms_norm_fwd_f32_d1024_m1_t"), UBG_OK);
   cr_assert_eq(fwd(UBG_F32, ROWS, COLS, b.x, b.w, 1e-6f, UBG_CAST_LLAMA, b.y, b.rstd), UBG_OK);
-  cr_assert_str_eq(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d1024_m1_t@aot");
+  tc_assert_aot(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d1024_m1_t", "the last call");
   uint16_t xb[ROWS * COLS] = {0}, yb[ROWS * COLS];
   cr_assert_eq(fwd(UBG_BF16, ROWS, COLS, xb, NULL, 1e-6f, UBG_CAST_LLAMA, yb, b.rstd), UBG_OK);
-  cr_assert_str_eq(ubg_ctx_last_variant(ctx), "rms_norm_fwd_bf16_d64_m32_n@aot");
+  tc_assert_aot(ubg_ctx_last_variant(ctx), "rms_norm_fwd_bf16_d64_m32_n", "the last call");
 }
 
 /* UBGEN_VARIANT forces variants of any pass, kernel.pass=variant entries
@@ -183,12 +184,12 @@ Test(variants, forced_from_the_environment) {
   unsetenv("UBGEN_VARIANT");
   setup_buffers_only();
   cr_assert_eq(fwd(UBG_F32, ROWS, COLS, b.x, b.w, 1e-6f, UBG_CAST_LLAMA, b.y, b.rstd), UBG_OK);
-  cr_assert_str_eq(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d1024_m1_t@aot");
+  tc_assert_aot(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d1024_m1_t", "the last call");
   float y_forced[ROWS * COLS];
   memcpy(y_forced, b.y, sizeof b.y);
   cr_assert_eq(ubg_set_variant(ctx, "rms_norm", "fwd", NULL), UBG_OK);
   cr_assert_eq(fwd(UBG_F32, ROWS, COLS, b.x, b.w, 1e-6f, UBG_CAST_LLAMA, b.y, b.rstd), UBG_OK);
-  cr_assert_str_eq(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d64_m32_n@aot");
+  tc_assert_aot(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d64_m32_n", "the last call");
   cr_assert(!memcmp(y_forced, b.y, sizeof b.y), "the forced variant's bits are the default's");
   ubg_ctx_destroy(ctx);
   static const char *const bad[][2] = {
@@ -213,7 +214,7 @@ Test(variants, forced_from_the_environment) {
 Test(variants, prepare_finds_the_code_and_refuses_bad_names, .init = setup, .fini = teardown) {
   cr_assert_eq(ubg_prepare(ctx, "rms_norm", "fwd", UBG_F32, "rms_norm_fwd_f32_d1024_m1_t"), UBG_OK, "%s",
                ubg_ctx_error(ctx));
-  cr_assert_str_eq(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d1024_m1_t@aot");
+  tc_assert_aot(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d1024_m1_t", "the last call");
   cr_assert_eq(ubg_prepare(ctx, "rms_norm", "bwd", UBG_BF16, NULL), UBG_OK, "every variant: %s", ubg_ctx_error(ctx));
   cr_assert(strstr(ubg_ctx_last_variant(ctx), "rms_norm_bwd_bf16_"), "%s", ubg_ctx_last_variant(ctx));
   cr_assert_eq(ubg_prepare(ctx, "rms_norm", "fwd", UBG_F32, "rms_norm_fwd_f32_d17_m1_n"), UBG_ENOTFOUND);
@@ -293,10 +294,10 @@ Test(variants, last_variant_and_error_are_per_thread, .init = setup, .fini = tea
   pthread_t th;
   pthread_create(&th, NULL, probe, &t);
   pthread_join(th, NULL);
-  cr_assert_str_eq(t.variant, "rms_norm_fwd_f32_d8192_m1_n@aot");
+  tc_assert_aot(t.variant, "rms_norm_fwd_f32_d8192_m1_n", "the last call");
   cr_assert(strstr(t.error, "rows = -7"), "%s", t.error);
   /* this thread's own are unchanged */
-  cr_assert_str_eq(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d64_m32_n@aot");
+  tc_assert_aot(ubg_ctx_last_variant(ctx), "rms_norm_fwd_f32_d64_m32_n", "the last call");
   cr_assert(strstr(ubg_ctx_error(ctx), "cols = 0"), "%s", ubg_ctx_error(ctx));
   /* a new context starts clean */
   ubg_ctx *other;

@@ -69,20 +69,20 @@ static const char *run(int64_t rows, char *buf, size_t n) {
 
 Test(dispatch, follows_the_db_within_the_bucket, .init = setup, .fini = teardown) {
   char v[256];
-  cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n@aot", "no DB: the default");
+  tc_assert_aot(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n", "no DB: the default");
   write_entry(128, "rms_norm_fwd_bf16_d1024_m1_t");
-  cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d1024_m1_t@aot", "bucket 128 holds 65..128");
-  cr_assert_str_eq(run(128, v, sizeof v), "rms_norm_fwd_bf16_d1024_m1_t@aot");
-  cr_assert_str_eq(run(129, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n@aot", "bucket 256 has no entry");
-  cr_assert_str_eq(run(64, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n@aot", "bucket 64 has no entry");
+  tc_assert_aot(run(100, v, sizeof v), "rms_norm_fwd_bf16_d1024_m1_t", "bucket 128 holds 65..128");
+  tc_assert_aot(run(128, v, sizeof v), "rms_norm_fwd_bf16_d1024_m1_t", "the last call");
+  tc_assert_aot(run(129, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n", "bucket 256 has no entry");
+  tc_assert_aot(run(64, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n", "bucket 64 has no entry");
 }
 
 Test(dispatch, unusable_entries_fall_back, .init = setup, .fini = teardown) {
   char v[256];
   write_entry(128, "rms_norm_fwd_bf16_d9999_m2_t"); /* not a variant of the spec */
-  cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n@aot");
+  tc_assert_aot(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n", "the last call");
   write_entry(128, "rms_norm_fwd_bf16_d1024_m2_n"); /* does not apply: non-tiled, BLOCK_D < cols */
-  cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n@aot");
+  tc_assert_aot(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n", "the last call");
 }
 
 /* a DB's timings hold for the machine that made them: another CPU's DB is
@@ -92,7 +92,7 @@ Test(dispatch, another_cpus_db_is_ignored, .init = setup, .fini = teardown) {
   ug_tune_cpu_name(here, sizeof here);
   cr_assert(here[0], "this machine's /proc/cpuinfo names no CPU");
   write_entry_on(128, "rms_norm_fwd_bf16_d1024_m1_t", "Some Other CPU @ 1.0GHz");
-  cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n@aot", "another CPU's DB was followed");
+  tc_assert_aot(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n", "another CPU's DB was followed");
   /* ubgen plan says so */
   char cmd[512], line[512];
   snprintf(cmd, sizeof cmd, "%s plan rms_norm.fwd --dtype bf16 --shape rows=100,cols=4096 --db %s 2>&1", UBGEN_BIN,
@@ -107,7 +107,7 @@ Test(dispatch, another_cpus_db_is_ignored, .init = setup, .fini = teardown) {
   cr_assert(warned && dflt, "plan: warned %d, default choice %d", warned, dflt);
   unlink(db_path);
   write_entry_on(128, "rms_norm_fwd_bf16_d1024_m1_t", here);
-  cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d1024_m1_t@aot", "this CPU's DB was not followed");
+  tc_assert_aot(run(100, v, sizeof v), "rms_norm_fwd_bf16_d1024_m1_t", "this CPU's DB was not followed");
 }
 
 Test(dispatch, corrupt_db_is_ignored, .init = setup, .fini = teardown) {
@@ -115,7 +115,7 @@ Test(dispatch, corrupt_db_is_ignored, .init = setup, .fini = teardown) {
   fputs("{\"version\": 1, \"entries\": [{\"kernel\": \"rms_", f);
   fclose(f);
   char v[256];
-  cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n@aot");
+  tc_assert_aot(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n", "the last call");
 }
 
 /* ubgen plan --db: the same choice, and where it came from */
@@ -232,10 +232,10 @@ static void write_raw_entry(const char *shape) {
 Test(dispatch, a_db_with_sorted_shape_keys_serves_its_own_shape, .init = setup, .fini = teardown) {
   char v[256];
   write_raw_entry("{\"cols\": 4096, \"rows\": 128}");
-  cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d1024_m1_t@aot", "its own shape, named in another order");
+  tc_assert_aot(run(100, v, sizeof v), "rms_norm_fwd_bf16_d1024_m1_t", "its own shape, named in another order");
   /* the transposed bucket (rows 4096 x cols 128 is not rows 128 x cols 4096) */
   write_raw_entry("{\"cols\": 128, \"rows\": 4096}");
-  cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n@aot", "the transposed entry served");
+  tc_assert_aot(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n", "the transposed entry served");
 }
 
 /* An entry whose shape names are not the kernel's ("rowz") serves nothing
@@ -245,9 +245,9 @@ Test(dispatch, entries_with_names_not_the_kernels_are_dropped_with_a_warning, .i
   snprintf(log, sizeof log, "%s/log", dir);
   setenv("UBGEN_LOG", log, 1);
   write_raw_entry("{\"rowz\": 128, \"cols\": 4096}");
-  cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n@aot", "an entry naming rowz served");
+  tc_assert_aot(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n", "an entry naming rowz served");
   write_raw_entry("{\"rows\": 128, \"cols\": 4096, \"depth\": 2}");
-  cr_assert_str_eq(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n@aot", "an entry with a third name served");
+  tc_assert_aot(run(100, v, sizeof v), "rms_norm_fwd_bf16_d4096_m1_n", "an entry with a third name served");
   unsetenv("UBGEN_LOG");
   FILE *f = fopen(log, "r");
   cr_assert_not_null(f, "nothing logged");
