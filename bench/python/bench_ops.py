@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,tvd,kl_div,jsd,poly_norm,sparsemax,modulated_rms_norm,group_norm,fused_add_rms_norm,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,tvd,kl_div,jsd,fused_linear_jsd,poly_norm,sparsemax,modulated_rms_norm,group_norm,fused_add_rms_norm,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -261,6 +261,27 @@ def jsd_case(BT, V, dt):
     }, None
 
 
+def fused_linear_jsd_case(BT, H, V, dt):
+    """Liger's benchmark_fused_linear_jsd: LigerFusedLinearJSD against its
+    TorchLMHeadJSD (both projections, log_softmax in f32, the JSD, autograd)
+    on rand inputs and weights, the student's dx and dW; dx and dW are
+    subtracted from the memory, as FLCE's"""
+    xs = torch.rand(BT, H).to(dt).requires_grad_()
+    ws = (torch.rand(V, H) / H).to(dt).requires_grad_()
+    xt, wt = torch.rand(BT, H).to(dt), (torch.rand(V, H) / H).to(dt)
+    one = torch.tensor(1.0)
+
+    def eager():
+        lq = torch.log_softmax((xs @ ws.t()).float(), dim=-1)
+        lp = torch.log_softmax((xt @ wt.t()).float(), dim=-1)
+        return torch_jsd(lq, lp)
+    grads = (BT * H + V * H) * xs.element_size()
+    return {
+        "ubgen": lambda: step(lambda: ut.fused_linear_jsd(xs, ws, xt, wt), (xs, ws), lambda y: one),
+        "torch": lambda: step(eager, (xs, ws), lambda y: one),
+    }, grads
+
+
 def poly_norm_case(T, H, dt):
     """Liger's benchmark_poly_norm: LigerPolyNorm against its NaivePolyNorm
     (PolyCom's formula in f32, float32 weight and bias, output in x's dtype)"""
@@ -453,6 +474,8 @@ OPS = {
                {"V": 32000}, ["f32", "bf16"]),
     "jsd": (lambda BT, dt: jsd_case(BT, 32000, dt), "BT", "B x T", [1024, 2048, 4096], [1024], {"V": 32000},
             ["f32", "bf16"]),
+    "fused_linear_jsd": (lambda BT, dt: fused_linear_jsd_case(BT, 1024, 32768, dt), "BT", "B x T", [1024, 2048, 4096],
+                         [1024], {"H": 1024, "V": 32768}, ["f32", "bf16"]),
     "poly_norm": (lambda T, dt: poly_norm_case(T, 4096, dt), "T", "tokens", [1024, 2048, 4096, 8192, 16384], [4096],
                   {"H": 4096}, ["f32", "bf16"]),
     "sparsemax": (lambda BT, dt: unary_case(ut.sparsemax, torch_sparsemax, BT, 4096, dt),
@@ -475,7 +498,7 @@ def speed_op(name, reps, quick, records):
         ratios = []
         for x in xs:
             cases, _ = case(x, dt)
-            r = max(3, reps // 3) if name == "fused_linear_cross_entropy" else reps
+            r = max(3, reps // 3) if name in ("fused_linear_cross_entropy", "fused_linear_jsd") else reps
             got = common.interleaved(cases, r)
             for prov, modes in got.items():
                 for mode, ms in modes.items():

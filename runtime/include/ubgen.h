@@ -144,6 +144,23 @@ UBG_API ubg_status ubg_kl_div_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t co
 UBG_API ubg_status ubg_jsd_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *log_q,
     const void *log_p, const int64_t *shift_labels, float beta, int64_t ignore_index, float *loss, void *dlog_q);
 
+/* Fused linear generalized JSD (Liger's LigerFusedLinearJSDFunction): the
+ * JSD above of log q = log_softmax(student_input student_weight^T /
+ * temperature) against log p = log_softmax(teacher_input teacher_weight^T /
+ * temperature), student_input [bt, hidden], student_weight [vocab, hidden],
+ * teacher_input [bt, teacher_hidden], teacher_weight [vocab,
+ * teacher_hidden], on chunks of rows (never a [bt, vocab] logits tensor):
+ * loss [1] = the kept rows' sum / their count. dx [bt, hidden] and dweight
+ * [vocab, hidden] (NULL: not computed) are the student's gradients for an
+ * upstream gradient of 1; the teacher gets none. accum_dtype: UBG_F32 sums
+ * dweight over the chunks in f32, the call's dtype in it (Liger's
+ * accum_dtype=None). temperature must be above 0. The variants of
+ * "fused_linear_jsd", "chunk" are ubg_flce's (chunk=N, gemm=onednn). */
+UBG_API ubg_status ubg_fused_linear_jsd(ubg_ctx *, ubg_dtype, int64_t bt, int64_t hidden, int64_t teacher_hidden,
+    int64_t vocab, const void *student_input, const void *student_weight, const void *teacher_input,
+    const void *teacher_weight, const int64_t *shift_labels, float jsd_beta, int64_t ignore_index, float temperature,
+    ubg_dtype accum_dtype, float *loss, void *dx, void *dweight);
+
 /* PolyNorm (Liger's LigerPolyNormFunction) over rows of x [rows, cols]:
  * y = w0 norm(x^3) + w1 norm(x^2) + w2 norm(x) + b, norm(u) = u rstd_u,
  * rstd_u = 1 / sqrt(mean(u^2) + eps); w [3], b [1]; rstd [rows, 3] f32

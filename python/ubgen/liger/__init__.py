@@ -39,6 +39,8 @@ from .transformers.tvd import LigerTVDLoss
 from .transformers.kl_div import LigerKLDIVLoss
 from .transformers.jsd import LigerJSD, LigerJSDFunction
 from .transformers.functional import liger_jsd
+from .transformers.fused_linear_jsd import LigerFusedLinearJSD, LigerFusedLinearJSDFunction
+from .transformers.functional import liger_fused_linear_jsd
 from .transformers.sparsemax import LigerSparsemax
 from .transformers.swiglu import LigerSwiGLUMLP
 
@@ -66,6 +68,7 @@ __all__ = [
     "LigerTVDLossFunction", "LigerTVDLoss", "liger_tvd",
     "LigerKLDivLossFunction", "LigerKLDIVLoss", "liger_kl_div",
     "LigerJSDFunction", "LigerJSD", "liger_jsd",
+    "LigerFusedLinearJSDFunction", "LigerFusedLinearJSD", "liger_fused_linear_jsd",
     "LigerPolyNormFunction", "LigerPolyNorm", "liger_poly_norm",
     "LigerSparsemaxFunction", "LigerSparsemax", "liger_sparsemax",
     "LigerQwen2VLMRopeFunction", "liger_qwen2vl_mrope", "liger_multimodal_rotary_pos_emb",

@@ -23,6 +23,7 @@ from .softmax import Softmax, SoftmaxFunction, softmax
 from .tvd import TVDLoss, TVDLossFunction, tvd
 from .kl_div import KLDivLoss, KLDivLossFunction, kl_div
 from .jsd import JSD, JSDFunction, jsd
+from .fused_linear_jsd import FusedLinearJSD, FusedLinearJSDFunction, fused_linear_jsd
 from .poly_norm import PolyNorm, PolyNormFunction, poly_norm
 from .sparsemax import Sparsemax, SparsemaxFunction, sparsemax
 from .fused_add_rms_norm import FusedAddRMSNorm, FusedAddRMSNormFunction, fused_add_rms_norm
@@ -44,6 +45,7 @@ __all__ = [
     "TVDLoss", "TVDLossFunction", "tvd",
     "KLDivLoss", "KLDivLossFunction", "kl_div",
     "JSD", "JSDFunction", "jsd",
+    "FusedLinearJSD", "FusedLinearJSDFunction", "fused_linear_jsd",
     "PolyNorm", "PolyNormFunction", "poly_norm",
     "Sparsemax", "SparsemaxFunction", "sparsemax",
     "GroupNorm", "GroupNormFunction", "group_norm",

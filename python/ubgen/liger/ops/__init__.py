@@ -20,6 +20,7 @@ from .softmax import LigerSoftmaxFunction
 from .tvd import LigerTVDLossFunction
 from .kl_div import LigerKLDivLossFunction
 from .jsd import LigerJSDFunction
+from .fused_linear_jsd import LigerFusedLinearJSDFunction
 from .sparsemax import LigerSparsemaxFunction
 
 __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerDyTFunction", "LigerEmbeddingFunction",
@@ -27,5 +28,5 @@ __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerDyTFunctio
            "LigerGroupNormFunction", "LigerLayerNormFunction", "LigerLlama4RopeFunction",
            "LigerModulatedRMSNormFunction", "LigerPolyNormFunction", "LigerQwen2VLMRopeFunction",
            "LigerRMSNormFunction", "LigerReLUSquaredFunction", "LigerRopeFunction", "LigerSiLUMulFunction",
-           "LigerSoftmaxFunction", "LigerJSDFunction", "LigerKLDivLossFunction", "LigerSparsemaxFunction",
+           "LigerSoftmaxFunction", "LigerJSDFunction", "LigerFusedLinearJSDFunction", "LigerKLDivLossFunction", "LigerSparsemaxFunction",
            "LigerTVDLossFunction"]

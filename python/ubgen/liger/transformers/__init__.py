@@ -22,6 +22,7 @@ from .softmax import LigerSoftmax
 from .tvd import LigerTVDLoss
 from .kl_div import LigerKLDIVLoss
 from .jsd import LigerJSD
+from .fused_linear_jsd import LigerFusedLinearJSD
 from .sparsemax import LigerSparsemax
 from .swiglu import (LigerBlockSparseTop2MLP, LigerExperts, LigerFalconH1SwiGLUMLP, LigerPhi3SwiGLUMLP,
                      LigerQwen3MoeSwiGLUMLP, LigerSwiGLUMLP)
@@ -43,6 +44,6 @@ __all__ = ["LigerBlockSparseTop2MLP", "LigerCrossEntropyLoss", "LigerDyT", "Lige
            "LigerGEGLUMLPForGemma4", "LigerGroupNorm", "LigerLayerNorm", "LigerModulatedRMSNorm",
            "LigerPhi3SwiGLUMLP", "LigerPolyNorm", "LigerQwen3MoeSwiGLUMLP", "LigerRMSNorm", "LigerRMSNormForGemma",
            "LigerRMSNormForGemma2", "LigerRMSNormForGemma3", "LigerRMSNormForGlm4", "LigerRMSNormForOlmo2",
-           "LigerReLUSquared", "LigerSoftmax", "LigerTVDLoss", "LigerKLDIVLoss", "LigerJSD", "LigerSparsemax",
+           "LigerReLUSquared", "LigerSoftmax", "LigerTVDLoss", "LigerKLDIVLoss", "LigerJSD", "LigerFusedLinearJSD", "LigerSparsemax",
            "LigerSwiGLUMLP", "liger_llama4_text_rotary_pos_emb", "liger_llama4_vision_rotary_pos_emb",
            "liger_rotary_pos_emb", "AutoLigerKernelForCausalLM"]

@@ -10,7 +10,7 @@ from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedAddRMS
                    LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerGroupNormFunction,
                    LigerLayerNormFunction, LigerModulatedRMSNormFunction, LigerPolyNormFunction,
                    LigerQwen2VLMRopeFunction, LigerRMSNormFunction, LigerReLUSquaredFunction, LigerSiLUMulFunction,
-                   LigerSoftmaxFunction, LigerJSDFunction, LigerKLDivLossFunction, LigerSparsemaxFunction,
+                   LigerSoftmaxFunction, LigerJSDFunction, LigerFusedLinearJSDFunction, LigerKLDivLossFunction, LigerSparsemaxFunction,
                    LigerTVDLossFunction)
 
 
@@ -100,6 +100,13 @@ def liger_kl_div(input, target, size_average: bool = True, reduce: bool = True, 
     return LigerKLDivLossFunction.apply(input, target, reduction, log_target, eps)
 def liger_jsd(input, target, shift_labels=None, beta: float = 0.5, ignore_index: int = -100):
     return LigerJSDFunction.apply(input, target, shift_labels, beta, ignore_index)
+
+
+def liger_fused_linear_jsd(student_input, student_weight, teacher_input, teacher_weight, shift_labels=None,
+                           jsd_beta: float = 0.5, ignore_index: int = -100, temperature: float = 1.0,
+                           accum_dtype=None):
+    return LigerFusedLinearJSDFunction.apply(student_input, student_weight, teacher_input, teacher_weight,
+                                             shift_labels, jsd_beta, ignore_index, temperature, accum_dtype)
 
 
 def liger_poly_norm(X, W, B, eps=1e-6, in_place=True):
