@@ -40,24 +40,6 @@ UBGEN_REF(fused_linear_jsd, logits) {
   free(X), free(W), free(bias);
 }
 
-/* one element's loss term, and *g its gradient over x = log q */
-static double jsd_term(double x, double y, double beta, double *g) {
-  const double q = exp(x), p = exp(y);
-  if (beta == 0) {
-    *g = -p;
-    return p == 0 ? 0 : p * (y - x);
-  }
-  if (beta == 1) {
-    const double t = q == 0 ? 0 : q * (x - y);
-    *g = q == 0 ? 0 : t + q;
-    return t;
-  }
-  const double log_m = log(beta * p + (1 - beta) * q);
-  const double tq = q == 0 ? 0 : (1 - beta) * q * (x - log_m);
-  *g = tq;
-  return (p == 0 ? 0 : beta * p * (y - log_m)) + tq;
-}
-
 /* row[v] := log_softmax(row / T)[v] */
 static void log_softmax(double *row, int64_t V, double T) {
   double m = -INFINITY, s = 0;
@@ -89,7 +71,7 @@ UBGEN_REF(fused_linear_jsd, rows) {
     double loss = 0, g_sum = 0;
     for (int64_t v = 0; v < V; v++) {
       double gv;
-      loss += jsd_term(lq[v], lp[v], beta, &gv);
+      loss += ref_jsd_term(lq[v], lp[v], beta, &gv);
       if (g) g[v] = gv * scale, g_sum += gv * scale;
     }
     outs[4][off + r] = loss;

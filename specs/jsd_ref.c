@@ -11,24 +11,6 @@
  * count (0 when none is kept), dlog_q = dloss/dlog_q. */
 #include "ubgen_ref.h"
 
-/* one element's loss term, and *g its gradient over x = log q */
-static double jsd_term(double x, double y, double beta, double *g) {
-  const double q = exp(x), p = exp(y);
-  if (beta == 0) {
-    *g = -p;
-    return p == 0 ? 0 : p * (y - x);
-  }
-  if (beta == 1) {
-    const double t = q == 0 ? 0 : q * (x - y);
-    *g = q == 0 ? 0 : t + q;
-    return t;
-  }
-  const double log_m = log(beta * p + (1 - beta) * q);
-  const double tq = q == 0 ? 0 : (1 - beta) * q * (x - log_m);
-  *g = tq;
-  return (p == 0 ? 0 : beta * p * (y - log_m)) + tq;
-}
-
 UBGEN_REF(jsd, fwd) {
   const int64_t *labels = a[2].p;
   const int64_t rows = a[5].i, D = a[6].i, ignore = a[8].i;
@@ -41,7 +23,7 @@ UBGEN_REF(jsd, fwd) {
     const int keep = !labels || labels[r] != ignore;
     for (int64_t d = 0; d < D; d++) {
       double g = 0;
-      if (keep) sum += jsd_term(ref_load(a[0].p, r * D + d, dt), ref_load(a[1].p, r * D + d, dt), beta, &g);
+      if (keep) sum += ref_jsd_term(ref_load(a[0].p, r * D + d, dt), ref_load(a[1].p, r * D + d, dt), beta, &g);
       if (outs[4]) outs[4][r * D + d] = g * scale;
     }
   }

@@ -118,6 +118,28 @@ static inline void ref_mean_rstd(const void *p, int64_t base, int64_t n, int dty
 }
 
 /* element i of a tensor in dtype := v rounded to it (building inputs) */
+/* The generalized JSD's term of one element, x = log q (the student's),
+ * y = log p (the teacher's), and *g its gradient over x (jsd's and the
+ * fused linear JSD's references); a term whose probability is 0 is 0:
+ *   beta in (0, 1): beta p (y - log m) + (1 - beta) q (x - log m), m = beta p + (1 - beta) q
+ *   beta = 0: p (y - x);  beta = 1: q (x - y) */
+static inline double ref_jsd_term(double x, double y, double beta, double *g) {
+  const double q = exp(x), p = exp(y);
+  if (beta == 0) {
+    *g = -p;
+    return p == 0 ? 0 : p * (y - x);
+  }
+  if (beta == 1) {
+    const double t = q == 0 ? 0 : q * (x - y);
+    *g = q == 0 ? 0 : t + q;
+    return t;
+  }
+  const double log_m = log(beta * p + (1 - beta) * q);
+  const double tq = q == 0 ? 0 : (1 - beta) * q * (x - log_m);
+  *g = tq;
+  return (p == 0 ? 0 : beta * p * (y - log_m)) + tq;
+}
+
 static inline void ref_store(void *p, int64_t i, int dtype, double v) {
   double r = ref_round(v, dtype);
   if (dtype == REF_F32) {
