@@ -69,7 +69,8 @@ static void sweep(int dt, const gl_case *c) {
             close_to(logp, UBG_F32, logp_ref, toks, 1e-5, 1e-5, "logp", vs.v[v].name);
             close_to(lse, UBG_F32, lse_ref, toks, 1e-5, 1e-5, "lse", vs.v[v].name);
             memcpy(logp0, logp, tok_bytes), memcpy(lse0, lse, tok_bytes);
-            ref_slot ba[9] = {{.p = x}, {.p = ids}, {.p = lse0}, {.p = dlogp}, {0}, {.i = B}, {.i = L}, {.i = V}, {.f = t}};
+            ref_slot ba[9] = {{.p = x},     {.p = ids}, {.p = lse0}, {.p = dlogp}, {0},
+                              {.i = B},     {.i = L},   {.i = V},    {.f = t}};
             double *bo[9] = {NULL, NULL, NULL, NULL, dx_ref};
             ref_find("grpo_loss", "bwd")->fn(ba, dt, bo);
           } else {
