@@ -1,5 +1,5 @@
 {{! The natural logarithm as kernels vectorize it: pasted by the templates
-    that take logs of their inputs (kl_div_fwd.c.tmpl, jsd_row.h). Needs the
+    that take logs (kl_div_fwd.c.tmpl, jsd_row.h, grpo_loss_fwd.c.tmpl). Needs the
     prelude (its ln 2 in two parts, ubg_f32_bits). }}
 /* log(x 2^k) for a normal x > 0 with + - * fmaf and bit operations, so gcc
  * vectorizes a loop of it and tcc gives its bits (libm's logf is a call

@@ -1,5 +1,5 @@
-{{! A row's maximum through the prelude's 64 lanes, pasted into softmax_fwd.c.tmpl
-    and sparsemax_fwd.c.tmpl (after LD's definition). }}
+{{! A row's maximum through the prelude's 64 lanes, pasted into softmax_fwd.c.tmpl,
+    sparsemax_fwd.c.tmpl and grpo_loss_fwd.c.tmpl (after LD's definition). }}
 /* t[j] = x[base + j] as f32, and acc[l] = max(acc[l], t[j]) for j = l, l
  * + 64, ... < n (NaN wins), in one sweep */
 UBG_INLINE void load_lanes_max(float *UBG_RESTRICT t, float *UBG_RESTRICT acc, const void *x, ubg_i64 base, ubg_i64 n) {

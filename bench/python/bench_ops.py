@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,tvd,kl_div,jsd,fused_linear_jsd,poly_norm,sparsemax,modulated_rms_norm,group_norm,fused_add_rms_norm,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,grpo_loss,tvd,kl_div,jsd,fused_linear_jsd,poly_norm,sparsemax,modulated_rms_norm,group_norm,fused_add_rms_norm,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -207,6 +207,37 @@ def unary_case(ours, theirs, BT, H, dt):
         "ubgen": lambda: step(lambda: ours(x), (x,), lambda y: g),
         "torch": lambda: step(lambda: theirs(x), (x,), lambda y: g),
         "copy": row_copies(BT * H * x.element_size()),
+    }, None
+
+
+def torch_grpo_loss(logits, old_logp, ref_logp, ids, adv, mask, temperature, beta, eps_low=0.2, eps_high=0.2):
+    """Liger's benchmark_grpo_loss_kernel TorchGRPOLoss: token-level PPO
+    clipping with the KL term, per-token losses averaged over the mask"""
+    logp = torch.log_softmax(logits[:, :-1].float() / temperature, dim=-1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+    coef_1 = torch.exp(logp - old_logp)
+    coef_2 = torch.clamp(coef_1, 1 - eps_low, 1 + eps_high)
+    a = adv.unsqueeze(-1)
+    loss = -torch.minimum(coef_1 * a, coef_2 * a)
+    kl = torch.exp(ref_logp - logp) - (ref_logp - logp) - 1
+    loss = loss + beta * kl
+    return (loss * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+def grpo_loss_case(B, T, V, dt):
+    """Liger's benchmark_grpo_loss_kernel (token level): GrpoLossFunction
+    (loss_type "bnpo", the masked mean as its torch baseline) against
+    TorchGRPOLoss, logits [B, T + 1, V], beta 0.1; the copy baseline: the
+    logits read twice (forward), read and dlogits written (backward)"""
+    logits = torch.randn(B, T + 1, V, dtype=dt, requires_grad=True)
+    ids = torch.randint(0, V, (B, T))
+    old, ref, adv, mask = torch.randn(B, T), torch.randn(B, T), torch.randn(B), torch.ones(B, T)
+    ours = lambda: ut.GrpoLossFunction.apply(logits, old, ref, ids, adv, mask, 1.0, 0.1, 0.2, 0.2, False, "bnpo")[0]
+    one = torch.tensor(1.0)
+    return {
+        "ubgen": lambda: step(ours, (logits,), lambda y: one),
+        "torch": lambda: step(lambda: torch_grpo_loss(logits, old, ref, ids, adv, mask, 1.0, 0.1), (logits,),
+                              lambda y: one),
+        "copy": row_copies(logits.nbytes, 1.0, 1.0),
     }, None
 
 
@@ -468,6 +499,8 @@ OPS = {
                      "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096], {"H": 4096}, ["f32", "bf16"]),
     "softmax": (lambda BT, dt: unary_case(ut.softmax, lambda x: torch.softmax(x, dim=-1), BT, 4096, dt),
                 "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096], {"D": 4096}, ["f32", "bf16"]),
+    "grpo_loss": (lambda B, dt: grpo_loss_case(B, 512, 32000, dt), "B", "batch size", [2, 4, 8, 16], [2],
+                  {"T": 512, "V": 32000}, ["f32", "bf16"]),
     "tvd": (lambda BT, dt: tvd_case(BT, 32000, dt), "BT", "B x T", [512, 1024, 2048, 4096], [1024], {"V": 32000},
             ["f32", "bf16"]),
     "kl_div": (lambda BT, dt: kl_div_case(BT, 32000, dt), "BT", "B x T", [256, 512, 1024, 2048], [256],

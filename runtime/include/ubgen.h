@@ -132,6 +132,20 @@ UBG_API ubg_status ubg_kl_div_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t co
     float eps, const void *y_pred, const void *y_true, float *loss);
 UBG_API ubg_status ubg_kl_div_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, int reduction, int log_target,
     const void *y_true, const float *grad_output, void *dy_pred);
+
+/* The vocabulary sweeps of the GRPO loss (Liger's GrpoLossFunction and
+ * fused_selective_log_softmax). logits [batch, seq + 1, vocab] (position
+ * seq of each sequence is not used), ids [batch, seq] in [0, vocab),
+ * temperature t > 0. Forward: lse = log sum exp(x / t) of each token's
+ * row x, logp = x[ids] / t - lse, both [batch, seq] f32. Backward, from
+ * the caller's dloss/dlogp [batch, seq] (its loss_type's derivative):
+ * dlogits = dlogp / t ([v = ids] - exp(x / t - lse)), 0 at position seq
+ * and where dlogp is 0. dlogits may equal logits. */
+UBG_API ubg_status ubg_grpo_loss_fwd(ubg_ctx *, ubg_dtype, int64_t batch, int64_t seq, int64_t vocab,
+    float temperature, const void *logits, const int64_t *ids, float *logp, float *lse);
+UBG_API ubg_status ubg_grpo_loss_bwd(ubg_ctx *, ubg_dtype, int64_t batch, int64_t seq, int64_t vocab,
+    float temperature, const void *logits, const int64_t *ids, const float *lse, const float *dlogp,
+    void *dlogits);
 /* Generalized Jensen-Shannon divergence (Liger's LigerJSDFunction) over
  * rows of log-probabilities log_q (the student's) and log_p (the
  * teacher's), [rows, cols]: beta KL(P || M) + (1 - beta) KL(Q || M), M =

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import ubgen.liger as liger
+import ubgen.liger.transformers.grpo_loss  # noqa: F401 (Liger has its GRPO names in their modules only)
 
 # (parameter, default) in Liger's order; inspect.Parameter.empty: required
 REQ = inspect.Parameter.empty
@@ -74,6 +75,24 @@ SIGNATURES = {
     "liger_relu_squared": [("x", REQ)],
     "LigerReLUSquared.forward": [("x", REQ)],
     "LigerSoftmaxFunction.forward": [("x", REQ)],
+    # Liger's GRPO names live in their modules only (not at liger_kernel's top level)
+    "ops.grpo_loss.GrpoLossFunction.forward": [
+        ("logits", REQ), ("old_logp", REQ), ("ref_logp", REQ), ("completion_ids", REQ), ("advantages", REQ),
+        ("completion_mask", REQ), ("temperature", REQ), ("beta", REQ), ("eps_low", REQ), ("eps_high", REQ),
+        ("inplace", REQ), ("loss_type", "grpo"), ("max_completion_length", None), ("reduce", True),
+        ("importance_sampling_level", "token"), ("sapo_temperature_pos", 1.0), ("sapo_temperature_neg", 1.05),
+        ("vllm_is_ratio", None), ("delta", None), ("use_bias_correction_kl", False), ("num_items_in_batch", None),
+        ("phi_seq", None)],
+    "ops.grpo_loss.fused_selective_log_softmax": [("logits", REQ), ("input_ids", REQ), ("temperature", 0.9),
+                                                  ("mask", None)],
+    "transformers.grpo_loss.triton_grpo_loss": [
+        ("logits", REQ), ("old_logp", REQ), ("ref_logp", REQ), ("completion_ids", REQ), ("advantages", REQ),
+        ("completion_mask", None), ("temperature", 0.9), ("beta", 0.04), ("eps_low", 0.2), ("eps_high", 0.4),
+        ("inplace", True), ("loss_type", "dapo"), ("max_completion_length", None),
+        ("importance_sampling_level", "token"), ("reduce", False), ("sapo_temperature_pos", 1.0),
+        ("sapo_temperature_neg", 1.05), ("vllm_is_ratio", None), ("delta", None), ("use_bias_correction_kl", False),
+        ("num_items_in_batch", None), ("vespo_k_pos", 2.0), ("vespo_lambda_pos", 3.0), ("vespo_k_neg", 3.0),
+        ("vespo_lambda_neg", 2.0)],
     "liger_softmax": [("x", REQ)],
     "LigerSoftmax.forward": [("x", REQ)],
     "LigerTVDLossFunction.forward": [("p", REQ), ("q", REQ), ("shift_labels", None), ("reduction", "batchmean"),
@@ -164,7 +183,7 @@ def test_signature(name):
 MODULE_PATHS = {
     "ubgen.liger.ops": ["LigerRMSNormFunction", "LigerEmbeddingFunction", "LigerAttnResFunction",
                         "LigerFusedLinearCrossEntropyFunction", "LigerCrossEntropyFunction", "LigerSiLUMulFunction",
-                        "LigerGELUMulFunction"],
+                        "LigerGELUMulFunction", "GrpoLossFunction"],
     "ubgen.liger.ops.swiglu": ["LigerSiLUMulFunction"],
     "ubgen.liger.ops.geglu": ["LigerGELUMulFunction"],
     "ubgen.liger.transformers.swiglu": ["LigerSwiGLUMLP"],
@@ -176,6 +195,8 @@ MODULE_PATHS = {
     "ubgen.liger.ops.relu_squared": ["LigerReLUSquaredFunction"],
     "ubgen.liger.transformers.relu_squared": ["LigerReLUSquared"],
     "ubgen.liger.ops.softmax": ["LigerSoftmaxFunction"],
+    "ubgen.liger.ops.grpo_loss": ["GrpoLossFunction", "fused_selective_log_softmax"],
+    "ubgen.liger.transformers.grpo_loss": ["triton_grpo_loss"],
     "ubgen.liger.transformers.softmax": ["LigerSoftmax"],
     "ubgen.liger.ops.tvd": ["LigerTVDLossFunction"],
     "ubgen.liger.transformers.tvd": ["LigerTVDLoss"],

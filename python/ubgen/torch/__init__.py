@@ -20,6 +20,7 @@ from .rms_norm import RMSNorm, RMSNormFunction, rms_norm
 from .rope import MRopeFunction, RopeFunction, mrope, rope
 from .llama4_rope import Llama4RopeFunction, llama4_rope
 from .softmax import Softmax, SoftmaxFunction, softmax
+from .grpo_loss import GrpoLossFunction, fused_selective_log_softmax, grpo_loss
 from .tvd import TVDLoss, TVDLossFunction, tvd
 from .kl_div import KLDivLoss, KLDivLossFunction, kl_div
 from .jsd import JSD, JSDFunction, jsd
@@ -42,6 +43,7 @@ __all__ = [
     "RMSNorm", "RMSNormFunction", "rms_norm",
     "RopeFunction", "rope", "MRopeFunction", "mrope", "Llama4RopeFunction", "llama4_rope",
     "Softmax", "SoftmaxFunction", "softmax",
+    "GrpoLossFunction", "grpo_loss", "fused_selective_log_softmax",
     "TVDLoss", "TVDLossFunction", "tvd",
     "KLDivLoss", "KLDivLossFunction", "kl_div",
     "JSD", "JSDFunction", "jsd",
