@@ -32,7 +32,7 @@ typedef struct {
   const char *out;
   const char *registry;
   const char *tuned;
-  int sample;     /* --sample N: emit ug_sample's share of each pass and dtype (0: all) */
+  int sample;     /* --sample N: emit ug_sample_mark's share and the default choices of each pass and dtype (0: all) */
   const char *db; /* --db FILE: the tuning DB */
   int reps;       /* --reps N (0: the command's default) */
   int timeout;    /* --timeout S: seconds one isolated call of user code may take (default CLI_TIMEOUT_DEFAULT) */

@@ -105,9 +105,9 @@ test-asan: deps-test
 # the gcc JIT's -march) is built for x86-64-v3, the kernels at -O2 (the same
 # bits as -O3, without FMA contraction or fast math, in half the compile
 # time). The tests are built with -DTC_REDUCED=$(VG_SAMPLE) (a variant sweep
-# takes ug_sample's share: every 8th variant plus one of each kind; shapes of
+# takes ug_sample_mark's share: every 8th variant plus one of each kind; shapes of
 # more than 2^20 elements are left out), and only that share of the kernels
-# is built in (SAMPLE: building all 2,488 took a quarter of the stage; a
+# is built in (SAMPLE: building them all took a quarter of the stage; a
 # variant a test calls outside it goes through the JIT), TC_TIME_SCALE=40
 # (their timeouts) and TC_VALGRIND (what a memory checker changes: freed
 # memory stays resident). Valgrind follows the test processes Criterion
