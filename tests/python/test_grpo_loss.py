@@ -5,7 +5,7 @@ loss_type, token and sequence importance sampling, delta, the KL term with
 and without bias correction, vLLM's importance ratio, reduce on and off.
 Liger-Kernel's test_grpo_loss.py shapes and tolerances: (2, 128, 1000)
 bf16 atol 5e-2 rtol 5e-1, and f32 and f16 tighter; its larger shapes (1,
-1024, 151936) run under -m integration. The reference's gradients are
+1024, 151936) run under -m large (not in make test or CI). The reference's gradients are
 Liger's kernels': CISPO's clipped ratio and VESPO's phi detached, the
 bias-corrected KL's gradient beta coef_1 (logp - ref_logp)."""
 import math
@@ -225,7 +225,7 @@ def test_refusals_name_the_argument():
         fused_selective_log_softmax(x, bad, 0.9)
 
 
-@pytest.mark.integration
+@pytest.mark.large
 @pytest.mark.parametrize("loss_type", ["grpo", "cispo", "sapo"])
 def test_liger_large_shape(loss_type):
     """Liger's (1, 1024, 151936) bf16 at 5e-2 / 5e-1"""

@@ -6,7 +6,7 @@ inputs (y_pred a log_softmax in the dtype, y_true an f32 softmax) and
 tolerances (f32 1e-8 / 1e-6, f16 1e-3 / 1e-3, bf16 1e-8 / 5e-2), at its
 vocabularies (32000 and 1271) with fewer rows; y_true in the dtype too.
 Liger's own shapes, 4096 x 32000 and 16441 x 1271, run under -m
-integration."""
+large (not in make test or CI)."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -51,7 +51,7 @@ def test_against_torch(shape, log_target, reduction, dtype, target):
     check(*shape, dtype, reduction, log_target, torch.float32 if target == "f32" else dtype, 2.0)
 
 
-@pytest.mark.integration
+@pytest.mark.large
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("log_target", [False, True], ids=["prob", "log_target"])
