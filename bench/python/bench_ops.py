@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,grpo_loss,tvd,kl_div,jsd,fused_linear_jsd,poly_norm,sparsemax,modulated_rms_norm,group_norm,fused_add_rms_norm,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,neighborhood_attention,grpo_loss,tvd,kl_div,jsd,fused_linear_jsd,poly_norm,sparsemax,modulated_rms_norm,group_norm,fused_add_rms_norm,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -207,6 +207,29 @@ def unary_case(ours, theirs, BT, H, dt):
         "ubgen": lambda: step(lambda: ours(x), (x,), lambda y: g),
         "torch": lambda: step(lambda: theirs(x), (x,), lambda y: g),
         "copy": row_copies(BT * H * x.element_size()),
+    }, None
+
+
+def neighborhood_attention_case(N, dt, B=2, H=8, D=64, kernel_size=7, dilation=1):
+    """Liger's benchmark_fused_neighborhood_attention (its small config: 8
+    heads of 64, kernel 7, batch 2) on the op: query, key, value [B, H, N,
+    D] against the eager masked attention of Liger's test (the N x N scores,
+    the window's mask, softmax, times value; the mask made once, outside
+    the timing); the copy baseline moves q, k, v, out forward and dout, q,
+    k, v, out, dq, dk, dv backward"""
+    q, k, v = (torch.randn(B, H, N, D, dtype=dt, requires_grad=True) for _ in range(3))
+    g = torch.randn(B, H, N, D, dtype=dt)
+    i, j = torch.arange(N)[:, None], torch.arange(N)[None, :]
+    outside = ((j - i).abs() > kernel_size // 2 * dilation) | ((j - i) % dilation != 0)
+
+    def eager():
+        scores = (q @ k.transpose(-2, -1) * D ** -0.5).masked_fill(outside, float("-inf"))
+        return torch.softmax(scores, dim=-1) @ v
+    return {
+        "ubgen": lambda: step(lambda: ut.neighborhood_attention(q, k, v, kernel_size, dilation), (q, k, v),
+                              lambda y: g),
+        "torch": lambda: step(eager, (q, k, v), lambda y: g),
+        "copy": row_copies(q.nbytes, 4.0, 8.0),
     }, None
 
 
@@ -499,6 +522,8 @@ OPS = {
                      "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096], {"H": 4096}, ["f32", "bf16"]),
     "softmax": (lambda BT, dt: unary_case(ut.softmax, lambda x: torch.softmax(x, dim=-1), BT, 4096, dt),
                 "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096], {"D": 4096}, ["f32", "bf16"]),
+    "neighborhood_attention": (neighborhood_attention_case, "N", "sequence length", [512, 1024, 2048, 4096], [1024],
+                               {"B": 2, "H": 8, "D": 64, "kernel_size": 7}, ["f32", "bf16"]),
     "grpo_loss": (lambda B, dt: grpo_loss_case(B, 512, 32000, dt), "B", "batch size", [2, 4, 8, 16], [2],
                   {"T": 512, "V": 32000}, ["f32", "bf16"]),
     "tvd": (lambda BT, dt: tvd_case(BT, 32000, dt), "BT", "B x T", [512, 1024, 2048, 4096], [1024], {"V": 32000},

@@ -120,6 +120,20 @@ UBG_API ubg_status ubg_softmax_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t c
 UBG_API ubg_status ubg_softmax_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t cols, const void *dy,
     const void *y, void *dx);
 
+/* Fused 1-D neighborhood attention (Liger's
+ * LigerFusedNeighborhoodAttentionFunction) over q, k, v, out [batch_heads,
+ * seq_len, head_dim], head_dim <= 512: query i attends to keys j = i + u
+ * dilation, |u| <= kernel_size / 2, 0 <= j < seq_len (clipped at the
+ * ends); out = softmax(scale q k^T) v over them, lse [batch_heads,
+ * seq_len] f32 its log-sum-exp for the backward. The backward takes the
+ * forward's out and lse; dq, dk, dv [batch_heads, seq_len, head_dim]. */
+UBG_API ubg_status ubg_neighborhood_attention_fwd(ubg_ctx *, ubg_dtype, int64_t batch_heads, int64_t seq_len,
+    int64_t head_dim, int64_t kernel_size, int64_t dilation, float scale, const void *q, const void *k,
+    const void *v, void *out, float *lse);
+UBG_API ubg_status ubg_neighborhood_attention_bwd(ubg_ctx *, ubg_dtype, int64_t batch_heads, int64_t seq_len,
+    int64_t head_dim, int64_t kernel_size, int64_t dilation, float scale, const void *dout, const void *q,
+    const void *k, const void *v, const void *out, const float *lse, void *dq, void *dk, void *dv);
+
 /* KL divergence (Liger's LigerKLDivLossFunction) of y_true from y_pred,
  * both [rows, cols], y_pred log-probabilities: l = y_true (log max(y_true,
  * eps) - y_pred), or e^y_true (y_true - y_pred) with log_target 1.

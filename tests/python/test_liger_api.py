@@ -9,6 +9,7 @@ import torch
 
 import ubgen.liger as liger
 import ubgen.liger.transformers.grpo_loss  # noqa: F401 (Liger has its GRPO names in their modules only)
+import ubgen.liger.transformers.fused_neighborhood_attention  # noqa: F401 (its Module, Layer and Config likewise)
 
 # (parameter, default) in Liger's order; inspect.Parameter.empty: required
 REQ = inspect.Parameter.empty
@@ -95,6 +96,23 @@ SIGNATURES = {
         ("vespo_lambda_neg", 2.0)],
     "liger_softmax": [("x", REQ)],
     "LigerSoftmax.forward": [("x", REQ)],
+    "LigerFusedNeighborhoodAttentionFunction.forward": [("query", REQ), ("key", REQ), ("value", REQ),
+                                                        ("kernel_size", 7), ("dilation", 1), ("scale", None)],
+    "liger_fused_neighborhood_attention": [("query", REQ), ("key", REQ), ("value", REQ), ("kernel_size", 7),
+                                           ("dilation", 1), ("scale", None)],
+    "transformers.fused_neighborhood_attention.LigerFusedNeighborhoodAttention.__init__": [
+        ("hidden_size", REQ), ("num_heads", REQ), ("kernel_size", 7), ("dilation", 1), ("bias", True),
+        ("dropout", 0.0), ("scale", None)],
+    "transformers.fused_neighborhood_attention.LigerFusedNeighborhoodAttention.forward": [
+        ("hidden_states", REQ), ("attention_mask", None)],
+    "transformers.fused_neighborhood_attention.LigerFusedNeighborhoodAttentionLayer.__init__": [
+        ("hidden_size", REQ), ("num_heads", REQ), ("kernel_size", 7), ("dilation", 1), ("bias", True),
+        ("dropout", 0.0), ("layer_norm_eps", 1e-5), ("scale", None)],
+    "transformers.fused_neighborhood_attention.LigerFusedNeighborhoodAttentionLayer.forward": [
+        ("hidden_states", REQ), ("attention_mask", None)],
+    "transformers.fused_neighborhood_attention.LigerFusedNeighborhoodAttentionConfig.__init__": [
+        ("hidden_size", 768), ("num_heads", 12), ("kernel_size", 7), ("dilation", 1), ("bias", True),
+        ("dropout", 0.0), ("layer_norm_eps", 1e-5), ("scale", None)],
     "LigerTVDLossFunction.forward": [("p", REQ), ("q", REQ), ("shift_labels", None), ("reduction", "batchmean"),
                                      ("ignore_index", -100)],
     "liger_tvd": [("input", REQ), ("target", REQ), ("shift_labels", None), ("reduction", "mean"),
@@ -198,6 +216,10 @@ MODULE_PATHS = {
     "ubgen.liger.ops.grpo_loss": ["GrpoLossFunction", "fused_selective_log_softmax"],
     "ubgen.liger.transformers.grpo_loss": ["triton_grpo_loss"],
     "ubgen.liger.transformers.softmax": ["LigerSoftmax"],
+    "ubgen.liger.ops.fused_neighborhood_attention": ["LigerFusedNeighborhoodAttentionFunction"],
+    "ubgen.liger.transformers.fused_neighborhood_attention": ["LigerFusedNeighborhoodAttention",
+                                                              "LigerFusedNeighborhoodAttentionLayer",
+                                                              "LigerFusedNeighborhoodAttentionConfig"],
     "ubgen.liger.ops.tvd": ["LigerTVDLossFunction"],
     "ubgen.liger.transformers.tvd": ["LigerTVDLoss"],
     "ubgen.liger.ops.kl_div": ["LigerKLDivLossFunction"],
@@ -231,7 +253,8 @@ MODULE_PATHS = {
     "ubgen.liger.transformers.functional": ["liger_rms_norm", "liger_attn_res", "liger_fused_linear_cross_entropy",
                                             "liger_cross_entropy", "CrossEntropyOutput", "liger_swiglu",
                                             "liger_geglu", "liger_layer_norm", "liger_dyt",
-                                            "liger_relu_squared", "liger_softmax", "liger_tvd", "liger_kl_div",
+                                            "liger_relu_squared", "liger_softmax", "liger_fused_neighborhood_attention",
+                                            "liger_tvd", "liger_kl_div",
                                             "liger_jsd", "liger_fused_linear_jsd", "liger_poly_norm",
                                             "liger_sparsemax", "liger_qwen2vl_mrope", "liger_modulated_rms_norm",
                                             "liger_group_norm", "liger_fused_add_rms_norm"],

@@ -35,6 +35,8 @@ from .transformers.relu_squared import LigerReLUSquared
 from .transformers.rms_norm import LigerRMSNorm
 from .transformers.rope import liger_rotary_pos_emb
 from .transformers.softmax import LigerSoftmax
+from .ops import LigerFusedNeighborhoodAttentionFunction
+from .transformers.functional import liger_fused_neighborhood_attention
 from .transformers.tvd import LigerTVDLoss
 from .transformers.kl_div import LigerKLDIVLoss
 from .transformers.jsd import LigerJSD, LigerJSDFunction
@@ -65,6 +67,7 @@ __all__ = [
     "LigerDyTFunction", "LigerDyT", "liger_dyt",
     "LigerReLUSquaredFunction", "LigerReLUSquared", "liger_relu_squared",
     "LigerSoftmaxFunction", "LigerSoftmax", "liger_softmax",
+    "LigerFusedNeighborhoodAttentionFunction", "liger_fused_neighborhood_attention",
     "LigerTVDLossFunction", "LigerTVDLoss", "liger_tvd",
     "LigerKLDivLossFunction", "LigerKLDIVLoss", "liger_kl_div",
     "LigerJSDFunction", "LigerJSD", "liger_jsd",

@@ -12,6 +12,7 @@ from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedAddRMS
                    LigerQwen2VLMRopeFunction, LigerRMSNormFunction, LigerReLUSquaredFunction, LigerSiLUMulFunction,
                    LigerSoftmaxFunction, LigerJSDFunction, LigerFusedLinearJSDFunction, LigerKLDivLossFunction, LigerSparsemaxFunction,
                    LigerTVDLossFunction)
+from ..ops import LigerFusedNeighborhoodAttentionFunction
 
 
 @dataclass
@@ -87,6 +88,10 @@ def liger_relu_squared(x):
 
 def liger_softmax(x):
     return LigerSoftmaxFunction.apply(x)
+
+
+def liger_fused_neighborhood_attention(query, key, value, kernel_size: int = 7, dilation: int = 1, scale: float = None):
+    return LigerFusedNeighborhoodAttentionFunction.apply(query, key, value, kernel_size, dilation, scale)
 
 
 def liger_tvd(input, target, shift_labels=None, reduction: str = "mean", ignore_index: int = -100):
