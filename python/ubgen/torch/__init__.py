@@ -20,6 +20,7 @@ from .rms_norm import RMSNorm, RMSNormFunction, rms_norm
 from .rope import MRopeFunction, RopeFunction, mrope, rope
 from .llama4_rope import Llama4RopeFunction, llama4_rope
 from .softmax import Softmax, SoftmaxFunction, softmax
+from .mhc import MHC, MHCCoeffsFunction, MHCPostResFunction, MHCPreFunction, mhc_coeffs, mhc_post_res, mhc_pre
 from .grpo_loss import GrpoLossFunction, fused_selective_log_softmax, grpo_loss
 from .tvd import TVDLoss, TVDLossFunction, tvd
 from .kl_div import KLDivLoss, KLDivLossFunction, kl_div
@@ -43,6 +44,7 @@ __all__ = [
     "RMSNorm", "RMSNormFunction", "rms_norm",
     "RopeFunction", "rope", "MRopeFunction", "mrope", "Llama4RopeFunction", "llama4_rope",
     "Softmax", "SoftmaxFunction", "softmax",
+    "MHC", "MHCCoeffsFunction", "MHCPreFunction", "MHCPostResFunction", "mhc_coeffs", "mhc_pre", "mhc_post_res",
     "GrpoLossFunction", "grpo_loss", "fused_selective_log_softmax",
     "TVDLoss", "TVDLossFunction", "tvd",
     "KLDivLoss", "KLDivLossFunction", "kl_div",

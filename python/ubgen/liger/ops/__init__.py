@@ -17,6 +17,7 @@ from .poly_norm import LigerPolyNormFunction
 from .qwen2vl_mrope import LigerQwen2VLMRopeFunction
 from .relu_squared import LigerReLUSquaredFunction
 from .softmax import LigerSoftmaxFunction
+from .mhc import LigerMHCCoeffsFunction, LigerMHCPostResFunction, LigerMHCPreFunction
 from .grpo_loss import GrpoLossFunction
 from .tvd import LigerTVDLossFunction
 from .kl_div import LigerKLDivLossFunction
@@ -29,5 +30,6 @@ __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerDyTFunctio
            "LigerGroupNormFunction", "LigerLayerNormFunction", "LigerLlama4RopeFunction",
            "LigerModulatedRMSNormFunction", "LigerPolyNormFunction", "LigerQwen2VLMRopeFunction",
            "LigerRMSNormFunction", "LigerReLUSquaredFunction", "LigerRopeFunction", "LigerSiLUMulFunction",
-           "LigerSoftmaxFunction", "GrpoLossFunction", "LigerJSDFunction", "LigerFusedLinearJSDFunction", "LigerKLDivLossFunction", "LigerSparsemaxFunction",
+           "LigerSoftmaxFunction", "LigerMHCCoeffsFunction", "LigerMHCPreFunction",
+           "LigerMHCPostResFunction", "GrpoLossFunction", "LigerJSDFunction", "LigerFusedLinearJSDFunction", "LigerKLDivLossFunction", "LigerSparsemaxFunction",
            "LigerTVDLossFunction"]
