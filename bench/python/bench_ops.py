@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,neighborhood_attention,grpo_loss,tvd,kl_div,jsd,fused_linear_jsd,poly_norm,sparsemax,modulated_rms_norm,group_norm,fused_add_rms_norm,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,neighborhood_attention,mhc_coeffs,mhc_pre,mhc_post_res,grpo_loss,tvd,kl_div,jsd,fused_linear_jsd,poly_norm,sparsemax,modulated_rms_norm,group_norm,fused_add_rms_norm,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -230,6 +230,62 @@ def neighborhood_attention_case(N, dt, B=2, H=8, D=64, kernel_size=7, dilation=1
                               lambda y: g),
         "torch": lambda: step(eager, (q, k, v), lambda y: g),
         "copy": row_copies(q.nbytes, 4.0, 8.0),
+    }
+
+
+MHC_CFG = dict(tmax=20, rms_eps=1e-6, pre_eps=0.0, sinkhorn_eps=1e-6, post_mult=2.0)  # Liger's benchmark defaults
+
+
+def torch_mhc_coeffs(x, phi, b, a_pre, a_post, a_res, tmax, rms_eps, pre_eps, sinkhorn_eps, post_mult):
+    """Liger's test_mhc mhc_coeffs_ref: float32 torch ops"""
+    HC, C = x.shape[-2:]
+    xm = x.reshape(-1, HC * C).float()
+    mix = (xm @ phi.float()) * torch.rsqrt(xm.pow(2).mean(dim=-1, keepdim=True) + rms_eps)
+    h_pre = torch.sigmoid(mix[:, :HC] * a_pre + b[:HC]) + pre_eps
+    h_post = torch.sigmoid(mix[:, HC:2 * HC] * a_post + b[HC:2 * HC]) * post_mult
+    mat = torch.softmax(mix[:, 2 * HC:].reshape(-1, HC, HC) * a_res + b[2 * HC:].reshape(HC, HC), dim=-1) + sinkhorn_eps
+    mat = mat / (mat.sum(dim=-2, keepdim=True) + sinkhorn_eps)
+    for _ in range(tmax - 1):
+        mat = mat / (mat.sum(dim=-1, keepdim=True) + sinkhorn_eps)
+        mat = mat / (mat.sum(dim=-2, keepdim=True) + sinkhorn_eps)
+    return h_pre, h_post, mat
+
+
+def mhc_case(sub, T, dt, B=4, HC=4, C=4096):
+    """Liger's benchmark_mhc (B 4, HC 4, C 4096: Llama 3 8B's hidden size, tmax 20), one sub-kernel against its
+    torch eager reference; x and phi in the dtype (float32 with allow_fp32). The copy baseline moves the bytes
+    each pass must: coeffs reads x (forward) and reads it twice and writes dx (backward); pre reads x and writes
+    [.., C] (forward), reads it, x and writes dx (backward); post_res reads x, f_out, writes x_out, and back"""
+    K, M = HC * C, HC * HC + 2 * HC
+    x = torch.randn(B, T, HC, C, dtype=dt, requires_grad=True)
+    phi = (torch.randn(K, M) * 0.02).to(dt).requires_grad_()
+    b = torch.zeros(M, requires_grad=True)
+    alphas = [torch.tensor(1.0, requires_grad=True) for _ in range(3)]
+    params = [x, phi, b] + alphas
+    with torch.no_grad():
+        h_pre, h_post, h_res = (h.requires_grad_() for h in ut.mhc_coeffs(*params, allow_fp32=True, **MHC_CFG))
+    f_out = torch.randn(B, T, C, dtype=dt, requires_grad=True)
+    nbytes, inv = x.numel() * x.element_size(), 1.0 / HC
+    if sub == "coeffs":
+        ours = lambda: ut.mhc_coeffs(*params, allow_fp32=True, **MHC_CFG)  # noqa: E731
+        theirs = lambda: torch_mhc_coeffs(*params, **MHC_CFG)  # noqa: E731
+        grads, copies = params, (0.5, 1.5)
+    elif sub == "pre":
+        ours = lambda: ut.mhc_pre(x, h_pre)  # noqa: E731
+        theirs = lambda: (x.float() * h_pre.unsqueeze(-1)).sum(dim=-2)  # noqa: E731
+        grads, copies = (x, h_pre), ((1 + inv) / 2, (2 + inv) / 2)
+    else:
+        ours = lambda: ut.mhc_post_res(x, f_out, h_post, h_res)  # noqa: E731
+        theirs = lambda: (torch.einsum("...oi,...ic->...oc", h_res, x.float())  # noqa: E731
+                          + h_post.unsqueeze(-1) * f_out.float().unsqueeze(-2))
+        grads, copies = (x, f_out, h_post, h_res), ((2 + inv) / 2, (3 + 2 * inv) / 2)
+
+    def g_like(y):
+        return tuple(torch.ones_like(t) for t in y) if isinstance(y, tuple) else torch.ones_like(y)
+    return {
+        "ubgen": lambda: step(ours, grads, g_like),
+        "torch": lambda: step(theirs, grads, g_like),
+        "copy": row_copies(nbytes, *copies),
     }, None
 
 
@@ -524,6 +580,12 @@ OPS = {
                 "BT", "B x T", [1024, 2048, 4096, 8192, 16384], [4096], {"D": 4096}, ["f32", "bf16"]),
     "neighborhood_attention": (neighborhood_attention_case, "N", "sequence length", [512, 1024, 2048, 4096], [1024],
                                {"B": 2, "H": 8, "D": 64, "kernel_size": 7}, ["f32", "bf16"]),
+    "mhc_coeffs": (lambda T, dt: mhc_case("coeffs", T, dt), "T", "Sequence Length (T)", [128, 256, 512, 1024], [256],
+                   {"B": 4, "HC": 4, "C": 4096}, ["f32", "bf16"]),
+    "mhc_pre": (lambda T, dt: mhc_case("pre", T, dt), "T", "Sequence Length (T)", [128, 256, 512, 1024], [256],
+                {"B": 4, "HC": 4, "C": 4096}, ["f32", "bf16"]),
+    "mhc_post_res": (lambda T, dt: mhc_case("post_res", T, dt), "T", "Sequence Length (T)", [128, 256, 512, 1024],
+                     [256], {"B": 4, "HC": 4, "C": 4096}, ["f32", "bf16"]),
     "grpo_loss": (lambda B, dt: grpo_loss_case(B, 512, 32000, dt), "B", "batch size", [2, 4, 8, 16], [2],
                   {"T": 512, "V": 32000}, ["f32", "bf16"]),
     "tvd": (lambda BT, dt: tvd_case(BT, 32000, dt), "BT", "B x T", [512, 1024, 2048, 4096], [1024], {"V": 32000},

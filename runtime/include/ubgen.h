@@ -134,6 +134,34 @@ UBG_API ubg_status ubg_neighborhood_attention_bwd(ubg_ctx *, ubg_dtype, int64_t 
     int64_t head_dim, int64_t kernel_size, int64_t dilation, float scale, const void *dout, const void *q,
     const void *k, const void *v, const void *out, const float *lse, void *dq, void *dk, void *dv);
 
+/* Manifold-constrained hyper-connections (Liger's LigerMHCCoeffsFunction,
+ * LigerMHCPreFunction, LigerMHCPostResFunction) over tokens of x [rows, hc,
+ * c], hc <= 16 streams, M = hc hc + 2 hc; every tensor but x, f_out, dout
+ * and their gradients is f32. coeffs: mix = (x [rows, hc c] @ phi [hc c, M])
+ * invr, invr = 1 / sqrt(mean(x^2) + rms_eps) (both saved for the backward);
+ * h_pre = sigmoid(alpha[0] mix[:hc] + b[:hc]) + pre_eps, h_post = post_mult
+ * sigmoid(alpha[1] mix[hc:2hc] + b[hc:2hc]), h_res [rows, hc, hc] =
+ * Sinkhorn-Knopp of alpha[2] mix[2hc:] + b[2hc:] (tmax column steps); the
+ * backward takes dh_pre, dh_post, dh_res (each NULL: zero) and sums dphi,
+ * db, dalpha over the rows. pre: out [rows, c] = sum_i h_pre[i] x[i].
+ * post_res: out [rows, hc, c] = sum_i h_res[o, i] x[i] + h_post[o] f_out. */
+UBG_API ubg_status ubg_mhc_coeffs_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t hc, int64_t c, const void *x,
+    const float *phi, const float *b, const float *alpha, int64_t tmax, float rms_eps, float pre_eps,
+    float sinkhorn_eps, float post_mult, float *h_pre, float *h_post, float *h_res, float *mix, float *invr);
+UBG_API ubg_status ubg_mhc_coeffs_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t hc, int64_t c,
+    const float *dh_pre, const float *dh_post, const float *dh_res, const void *x, const float *phi, const float *b,
+    const float *alpha, const float *mix, const float *invr, int64_t tmax, float sinkhorn_eps, float post_mult,
+    void *dx, float *dphi, float *db, float *dalpha);
+UBG_API ubg_status ubg_mhc_pre_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t hc, int64_t c, const void *x,
+    const float *h_pre, void *out);
+UBG_API ubg_status ubg_mhc_pre_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t hc, int64_t c, const void *dout,
+    const void *x, const float *h_pre, void *dx, float *dh_pre);
+UBG_API ubg_status ubg_mhc_post_res_fwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t hc, int64_t c, const void *x,
+    const void *f_out, const float *h_post, const float *h_res, void *out);
+UBG_API ubg_status ubg_mhc_post_res_bwd(ubg_ctx *, ubg_dtype, int64_t rows, int64_t hc, int64_t c,
+    const void *dout, const void *x, const void *f_out, const float *h_post, const float *h_res, void *dx,
+    void *df_out, float *dh_post, float *dh_res);
+
 /* KL divergence (Liger's LigerKLDivLossFunction) of y_true from y_pred,
  * both [rows, cols], y_pred log-probabilities: l = y_true (log max(y_true,
  * eps) - y_pred), or e^y_true (y_true - y_pred) with log_target 1.

@@ -13,7 +13,8 @@ from .ops import (LigerAttnResFunction, LigerCrossEntropyFunction, LigerDyTFunct
                   LigerGroupNormFunction, LigerLayerNormFunction, LigerLlama4RopeFunction,
                   LigerModulatedRMSNormFunction, LigerPolyNormFunction, LigerQwen2VLMRopeFunction,
                   LigerRMSNormFunction, LigerReLUSquaredFunction, LigerRopeFunction, LigerSiLUMulFunction,
-                  LigerSoftmaxFunction, LigerKLDivLossFunction, LigerSparsemaxFunction, LigerTVDLossFunction)
+                  LigerSoftmaxFunction, LigerMHCCoeffsFunction, LigerMHCPreFunction, LigerMHCPostResFunction,
+                  LigerKLDivLossFunction, LigerSparsemaxFunction, LigerTVDLossFunction)
 from .transformers.functional import (CrossEntropyOutput, liger_attn_res, liger_cross_entropy, liger_dyt,
                                       liger_fused_add_rms_norm, liger_fused_linear_cross_entropy, liger_geglu,
                                       liger_group_norm, liger_layer_norm, liger_modulated_rms_norm, liger_poly_norm,
@@ -37,6 +38,8 @@ from .transformers.rope import liger_rotary_pos_emb
 from .transformers.softmax import LigerSoftmax
 from .ops import LigerFusedNeighborhoodAttentionFunction
 from .transformers.functional import liger_fused_neighborhood_attention
+from .transformers.mhc import LigerMHC
+from .transformers.functional import liger_mhc_coeffs, liger_mhc_pre, liger_mhc_post_res
 from .transformers.tvd import LigerTVDLoss
 from .transformers.kl_div import LigerKLDIVLoss
 from .transformers.jsd import LigerJSD, LigerJSDFunction
@@ -68,6 +71,8 @@ __all__ = [
     "LigerReLUSquaredFunction", "LigerReLUSquared", "liger_relu_squared",
     "LigerSoftmaxFunction", "LigerSoftmax", "liger_softmax",
     "LigerFusedNeighborhoodAttentionFunction", "liger_fused_neighborhood_attention",
+    "LigerMHCCoeffsFunction", "LigerMHCPreFunction", "LigerMHCPostResFunction", "LigerMHC", "liger_mhc_coeffs",
+    "liger_mhc_pre", "liger_mhc_post_res",
     "LigerTVDLossFunction", "LigerTVDLoss", "liger_tvd",
     "LigerKLDivLossFunction", "LigerKLDIVLoss", "liger_kl_div",
     "LigerJSDFunction", "LigerJSD", "liger_jsd",

@@ -22,6 +22,7 @@ from .llama4_rope import Llama4RopeFunction, llama4_rope
 from .softmax import Softmax, SoftmaxFunction, softmax
 from .neighborhood_attention import (NeighborhoodAttention, NeighborhoodAttentionFunction, NeighborhoodAttentionLayer,
                                      neighborhood_attention)
+from .mhc import MHC, MHCCoeffsFunction, MHCPostResFunction, MHCPreFunction, mhc_coeffs, mhc_post_res, mhc_pre
 from .grpo_loss import GrpoLossFunction, fused_selective_log_softmax, grpo_loss
 from .tvd import TVDLoss, TVDLossFunction, tvd
 from .kl_div import KLDivLoss, KLDivLossFunction, kl_div
@@ -46,6 +47,7 @@ __all__ = [
     "RopeFunction", "rope", "MRopeFunction", "mrope", "Llama4RopeFunction", "llama4_rope",
     "Softmax", "SoftmaxFunction", "softmax",
     "NeighborhoodAttention", "NeighborhoodAttentionFunction", "NeighborhoodAttentionLayer", "neighborhood_attention",
+    "MHC", "MHCCoeffsFunction", "MHCPreFunction", "MHCPostResFunction", "mhc_coeffs", "mhc_pre", "mhc_post_res",
     "GrpoLossFunction", "grpo_loss", "fused_selective_log_softmax",
     "TVDLoss", "TVDLossFunction", "tvd",
     "KLDivLoss", "KLDivLossFunction", "kl_div",

@@ -18,6 +18,7 @@ from .qwen2vl_mrope import LigerQwen2VLMRopeFunction
 from .relu_squared import LigerReLUSquaredFunction
 from .softmax import LigerSoftmaxFunction
 from .fused_neighborhood_attention import LigerFusedNeighborhoodAttentionFunction
+from .mhc import LigerMHCCoeffsFunction, LigerMHCPostResFunction, LigerMHCPreFunction
 from .grpo_loss import GrpoLossFunction
 from .tvd import LigerTVDLossFunction
 from .kl_div import LigerKLDivLossFunction
@@ -30,5 +31,6 @@ __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerDyTFunctio
            "LigerGroupNormFunction", "LigerLayerNormFunction", "LigerLlama4RopeFunction",
            "LigerModulatedRMSNormFunction", "LigerPolyNormFunction", "LigerQwen2VLMRopeFunction",
            "LigerRMSNormFunction", "LigerReLUSquaredFunction", "LigerRopeFunction", "LigerSiLUMulFunction",
-           "LigerSoftmaxFunction", "LigerFusedNeighborhoodAttentionFunction", "GrpoLossFunction", "LigerJSDFunction", "LigerFusedLinearJSDFunction", "LigerKLDivLossFunction", "LigerSparsemaxFunction",
+           "LigerSoftmaxFunction", "LigerFusedNeighborhoodAttentionFunction",
+           "LigerMHCCoeffsFunction", "LigerMHCPreFunction", "LigerMHCPostResFunction", "GrpoLossFunction", "LigerJSDFunction", "LigerFusedLinearJSDFunction", "LigerKLDivLossFunction", "LigerSparsemaxFunction",
            "LigerTVDLossFunction"]

@@ -19,6 +19,7 @@ from .rms_norm import (LigerRMSNorm, LigerRMSNormForGemma, LigerRMSNormForGemma2
                        LigerRMSNormForGlm4, LigerRMSNormForOlmo2)
 from .rope import liger_rotary_pos_emb
 from .softmax import LigerSoftmax
+from .mhc import LigerMHC
 from .tvd import LigerTVDLoss
 from .kl_div import LigerKLDIVLoss
 from .jsd import LigerJSD
@@ -44,6 +45,6 @@ __all__ = ["LigerBlockSparseTop2MLP", "LigerCrossEntropyLoss", "LigerDyT", "Lige
            "LigerGEGLUMLPForGemma4", "LigerGroupNorm", "LigerLayerNorm", "LigerModulatedRMSNorm",
            "LigerPhi3SwiGLUMLP", "LigerPolyNorm", "LigerQwen3MoeSwiGLUMLP", "LigerRMSNorm", "LigerRMSNormForGemma",
            "LigerRMSNormForGemma2", "LigerRMSNormForGemma3", "LigerRMSNormForGlm4", "LigerRMSNormForOlmo2",
-           "LigerReLUSquared", "LigerSoftmax", "LigerTVDLoss", "LigerKLDIVLoss", "LigerJSD", "LigerFusedLinearJSD", "LigerSparsemax",
+           "LigerReLUSquared", "LigerSoftmax", "LigerMHC", "LigerTVDLoss", "LigerKLDIVLoss", "LigerJSD", "LigerFusedLinearJSD", "LigerSparsemax",
            "LigerSwiGLUMLP", "liger_llama4_text_rotary_pos_emb", "liger_llama4_vision_rotary_pos_emb",
            "liger_rotary_pos_emb", "AutoLigerKernelForCausalLM"]

@@ -5,12 +5,14 @@ from typing import Optional
 import torch
 
 from ...torch.attn_res import attn_res
+from ...torch.mhc import mhc_forward
 from ...torch.rope import rope
 from ..ops import (LigerCrossEntropyFunction, LigerDyTFunction, LigerFusedAddRMSNormFunction,
                    LigerFusedLinearCrossEntropyFunction, LigerGELUMulFunction, LigerGroupNormFunction,
                    LigerLayerNormFunction, LigerModulatedRMSNormFunction, LigerPolyNormFunction,
                    LigerQwen2VLMRopeFunction, LigerRMSNormFunction, LigerReLUSquaredFunction, LigerSiLUMulFunction,
-                   LigerSoftmaxFunction, LigerJSDFunction, LigerFusedLinearJSDFunction, LigerKLDivLossFunction, LigerSparsemaxFunction,
+                   LigerSoftmaxFunction, LigerMHCCoeffsFunction, LigerMHCPreFunction, LigerMHCPostResFunction,
+                   LigerJSDFunction, LigerFusedLinearJSDFunction, LigerKLDivLossFunction, LigerSparsemaxFunction,
                    LigerTVDLossFunction)
 from ..ops import LigerFusedNeighborhoodAttentionFunction
 
@@ -92,6 +94,34 @@ def liger_softmax(x):
 
 def liger_fused_neighborhood_attention(query, key, value, kernel_size: int = 7, dilation: int = 1, scale: float = None):
     return LigerFusedNeighborhoodAttentionFunction.apply(query, key, value, kernel_size, dilation, scale)
+
+
+def liger_mhc_coeffs(x, phi, b, alpha_pre, alpha_post, alpha_res, *, allow_fp32: bool = False, tmax: int = 20,
+                     rms_eps: float = 1e-6, pre_eps: float = 0.0, sinkhorn_eps: float = 1e-6, post_mult: float = 2.0):
+    return LigerMHCCoeffsFunction.apply(x, phi, b, alpha_pre, alpha_post, alpha_res, allow_fp32, int(tmax),
+                                        float(rms_eps), float(pre_eps), float(sinkhorn_eps), float(post_mult))
+
+
+def liger_mhc_pre(x, h_pre):
+    return LigerMHCPreFunction.apply(x, h_pre)
+
+
+def liger_mhc_post_res(x, f_out, h_post, h_res):
+    return LigerMHCPostResFunction.apply(x, f_out, h_post, h_res)
+
+
+def liger_mhc_apply(x, f_out, h_pre, h_post, h_res, *, return_x_in: bool = False):
+    x_in = liger_mhc_pre(x, h_pre)
+    x_out = liger_mhc_post_res(x, f_out, h_post, h_res)
+    return (x_out, x_in) if return_x_in else x_out
+
+
+def liger_mhc_forward(x, layer, phi, b, alpha_pre, alpha_post, alpha_res, *, allow_fp32=False, tmax=20, rms_eps=1e-6,
+                      pre_eps=0.0, sinkhorn_eps=1e-6, post_mult=2.0, return_coeffs=False):
+    """coefficients, pre, layer, post and residual (ubgen.torch.mhc_forward)"""
+    return mhc_forward(x, layer, phi, b, alpha_pre, alpha_post, alpha_res, allow_fp32=allow_fp32, tmax=tmax,
+                       rms_eps=rms_eps, pre_eps=pre_eps, sinkhorn_eps=sinkhorn_eps, post_mult=post_mult,
+                       return_coeffs=return_coeffs)
 
 
 def liger_tvd(input, target, shift_labels=None, reduction: str = "mean", ignore_index: int = -100):
