@@ -22,6 +22,7 @@ from .tvd import LigerTVDLossFunction
 from .kl_div import LigerKLDivLossFunction
 from .jsd import LigerJSDFunction
 from .fused_linear_jsd import LigerFusedLinearJSDFunction
+from .fused_moe import LigerFusedMoEFunction
 from .sparsemax import LigerSparsemaxFunction
 
 __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerDyTFunction", "LigerEmbeddingFunction",
@@ -29,5 +30,6 @@ __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerDyTFunctio
            "LigerGroupNormFunction", "LigerLayerNormFunction", "LigerLlama4RopeFunction",
            "LigerModulatedRMSNormFunction", "LigerPolyNormFunction", "LigerQwen2VLMRopeFunction",
            "LigerRMSNormFunction", "LigerReLUSquaredFunction", "LigerRopeFunction", "LigerSiLUMulFunction",
-           "LigerSoftmaxFunction", "GrpoLossFunction", "LigerJSDFunction", "LigerFusedLinearJSDFunction", "LigerKLDivLossFunction", "LigerSparsemaxFunction",
+           "LigerSoftmaxFunction", "GrpoLossFunction", "LigerJSDFunction", "LigerFusedLinearJSDFunction", "LigerFusedMoEFunction",
+           "LigerKLDivLossFunction", "LigerSparsemaxFunction",
            "LigerTVDLossFunction"]
