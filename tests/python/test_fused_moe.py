@@ -121,6 +121,8 @@ def test_refusals():
     idx[2, 1] = 3
     with pytest.raises(ValueError, match=r"top_k_index\[5\] = 3"):
         LigerFusedMoEFunction.apply(x, gup, down, idx, w)
+    with pytest.raises(ValueError, match="holds 4294967296"):  # not wrapped into [0, E) by the int32 cast
+        LigerFusedMoEFunction.apply(x, gup, down, idx.long() + 2 ** 32 - 3, w)
     idx[2, 1] = 0
     with pytest.raises(ValueError, match="down_proj has shape"):
         LigerFusedMoEFunction.apply(x, gup, down[:, :, :3], idx, w)

@@ -20,6 +20,9 @@ def _routing(name, t, tokens):
     t = _util.indices(name, t) if t.dtype != torch.int32 else _util.tensor(name, t)
     if t.dim() != 2 or t.shape[0] != tokens:
         raise ValueError("%s has shape %s; (T, K) with T = %d is needed" % (name, tuple(t.shape), tokens))
+    if t.dtype != torch.int32 and t.numel() and (t.min() < -2 ** 31 or t.max() >= 2 ** 31):
+        bad = t.max() if t.max() >= 2 ** 31 else t.min()
+        raise ValueError("%s holds %d; an expert index is an int32" % (name, bad))
     return t if t.dtype == torch.int32 else t.to(torch.int32)
 
 
