@@ -82,7 +82,9 @@ static void build_args(const ug_pass *p, const ug_case *cs, int64_t *env, int dt
                                                                        : REF_BF16;
     for (int64_t e = 0; e < count; e++) {
       const double u = (double)(tc_next(&seed) >> 11) * 0x1.0p-53;
-      if (a->range_lo && !init) ((int64_t *)buf)[e] = lo + (int64_t)(u * (double)(hi - lo));
+      const int64_t pick = lo + (int64_t)(u * (double)(hi - lo));
+      if (a->range_lo && !init && a->elem == UG_ELEM_I32) ((int32_t *)buf)[e] = (int32_t)pick; /* an i32 index */
+      else if (a->range_lo && !init) ((int64_t *)buf)[e] = pick;
       else if (a->elem == UG_ELEM_I64) /* labels drawn from their "integers" init (ubgen check's rule) */
         ((int64_t *)buf)[e] = init ? (int64_t)floor(init->lo + u * (init->hi - init->lo + 1)) : 0;
       else ref_store(buf, e, rdt, init ? init->lo + u * (init->hi - init->lo) : tc_normal(&seed));
@@ -192,6 +194,10 @@ JIT_TESTS(kl_div, bwd)
 JIT_TESTS(jsd, fwd)
 JIT_TESTS(fused_linear_jsd, rows)
 JIT_TESTS(fused_linear_jsd, count)
+JIT_TESTS(fused_moe, route)
+JIT_TESTS(fused_moe, act)
+JIT_TESTS(fused_moe, act_bwd)
+JIT_TESTS(fused_moe, combine)
 JIT_TESTS(poly_norm, fwd)
 JIT_TESTS(poly_norm, bwd)
 JIT_TESTS(sparsemax, fwd)

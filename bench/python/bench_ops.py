@@ -3,7 +3,7 @@ Liger's benchmarks do) at Liger's benchmark shapes scaled to this machine,
 every dtype: speed of forward, backward and both (full), and the peak
 memory of a full step; then the Python overhead of a call on a tiny shape.
 
-    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,neighborhood_attention,mhc_coeffs,mhc_pre,mhc_post_res,grpo_loss,tvd,kl_div,jsd,fused_linear_jsd,poly_norm,sparsemax,modulated_rms_norm,group_norm,fused_add_rms_norm,overhead]
+    bench_ops.py [--out FILE] [--reps N] [--quick] [--ops rms_norm,embedding,attn_res,fused_linear_cross_entropy,cross_entropy,swiglu,geglu,layer_norm,rope,qwen2vl_mrope,llama4_rope,dyt,relu_squared,softmax,neighborhood_attention,mhc_coeffs,mhc_pre,mhc_post_res,grpo_loss,tvd,kl_div,jsd,fused_linear_jsd,fused_moe,poly_norm,sparsemax,modulated_rms_norm,group_norm,fused_add_rms_norm,overhead]
 
 Both providers run in this process with the same threads (torch's and the
 library's: the machine's cores), interleaved repetition by repetition, with
@@ -392,6 +392,42 @@ def fused_linear_jsd_case(BT, H, V, dt):
     }, grads
 
 
+def torch_moe(x, gate_up_proj, down_proj, top_k_index, top_k_weights):
+    """the stock loop over the experts that have tokens (transformers 5's
+    MixtralExperts, Liger's benchmark_fused_moe reference)"""
+    E = gate_up_proj.shape[0]
+    out = torch.zeros_like(x)
+    with torch.no_grad():
+        mask = F.one_hot(top_k_index.long(), num_classes=E).permute(2, 1, 0)
+        hit = torch.greater(mask.sum(dim=(-1, -2)), 0).nonzero()
+    for e in hit:
+        slot, token = torch.where(mask[e[0]])
+        gate, up = F.linear(x[token], gate_up_proj[e[0]]).chunk(2, dim=-1)
+        y = F.linear(F.silu(gate) * up, down_proj[e[0]]) * top_k_weights[token, slot, None]
+        out.index_add_(0, token, y.to(out.dtype))
+    return out
+
+
+def fused_moe_case(T, E, H, I, K, dt):
+    """Liger's benchmark_fused_moe: LigerFusedMoEFunction against the stock
+    loop of torch matmuls over the experts, its inputs (randn, weights times
+    0.02, softmaxed top-k of random logits); the gradients of x, both
+    weights and top_k_weights, which are subtracted from the memory"""
+    x = torch.randn(T, H, dtype=dt, requires_grad=True)
+    gup = (torch.randn(E, 2 * I, H, dtype=dt) * 0.02).requires_grad_()
+    down = (torch.randn(E, H, I, dtype=dt) * 0.02).requires_grad_()
+    logits = torch.randn(T, E)
+    idx = torch.topk(logits, K, dim=-1).indices.to(torch.int32)
+    w = torch.softmax(torch.gather(logits, 1, idx.long()), dim=-1).to(dt).requires_grad_()
+    g = torch.randn(T, H, dtype=dt)
+    leaves = (x, gup, down, w)
+    grads = sum(t.numel() for t in leaves) * x.element_size()
+    return {
+        "ubgen": lambda: step(lambda: ut.fused_moe(x, gup, down, idx, w), leaves, lambda y: g),
+        "torch": lambda: step(lambda: torch_moe(x, gup, down, idx, w), leaves, lambda y: g),
+    }, grads
+
+
 def poly_norm_case(T, H, dt):
     """Liger's benchmark_poly_norm: LigerPolyNorm against its NaivePolyNorm
     (PolyCom's formula in f32, float32 weight and bias, output in x's dtype)"""
@@ -596,6 +632,10 @@ OPS = {
             ["f32", "bf16"]),
     "fused_linear_jsd": (lambda BT, dt: fused_linear_jsd_case(BT, 1024, 32768, dt), "BT", "B x T", [1024, 2048, 4096],
                          [1024], {"H": 1024, "V": 32768}, ["f32", "bf16"]),
+    # Liger's Qwen3-MoE-30B dimensions and its expert sweep at T 512 (its T sweep starts at E 128: minutes a
+    # step for the stock loop here, whose backward zeroes a whole [E, 2I, H] gradient per expert)
+    "fused_moe": (lambda E, dt: fused_moe_case(512, E, 2048, 768, 8, dt), "E", "experts", [8, 16, 32, 64, 128], [8],
+                  {"T": 512, "H": 2048, "I": 768, "K": 8}, ["f32", "bf16"]),
     "poly_norm": (lambda T, dt: poly_norm_case(T, 4096, dt), "T", "tokens", [1024, 2048, 4096, 8192, 16384], [4096],
                   {"H": 4096}, ["f32", "bf16"]),
     "sparsemax": (lambda BT, dt: unary_case(ut.sparsemax, torch_sparsemax, BT, 4096, dt),
@@ -618,7 +658,7 @@ def speed_op(name, reps, quick, records):
         ratios = []
         for x in xs:
             cases, _ = case(x, dt)
-            r = max(3, reps // 3) if name in ("fused_linear_cross_entropy", "fused_linear_jsd") else reps
+            r = max(3, reps // 3) if name in ("fused_linear_cross_entropy", "fused_linear_jsd", "fused_moe") else reps
             got = common.interleaved(cases, r)
             for prov, modes in got.items():
                 for mode, ms in modes.items():

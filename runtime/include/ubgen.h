@@ -217,6 +217,28 @@ UBG_API ubg_status ubg_fused_linear_jsd(ubg_ctx *, ubg_dtype, int64_t bt, int64_
     const void *teacher_weight, const int64_t *shift_labels, float jsd_beta, int64_t ignore_index, float temperature,
     ubg_dtype accum_dtype, float *loss, void *dx, void *dweight);
 
+/* A mixture of experts' expert layers with SwiGLU (Liger's
+ * LigerFusedMoEFunction): x [tokens, hidden], gate_up_proj [experts,
+ * 2 inter, hidden] (each expert's gate rows, then its up rows), down_proj
+ * [experts, hidden, inter], top_k_index [tokens, top_k] int32 in [0,
+ * experts), top_k_weights [tokens, top_k]: out [tokens, hidden] = the sum
+ * over k of top_k_weights[t, k] expert_e(x[t]), e = top_k_index[t, k],
+ * expert_e(v) = (silu(v G_e^T) * (v U_e^T)) D_e^T, summed in f32 in slot
+ * order. pre_act [tokens, top_k, 2 inter] f32 (NULL: not kept) receives
+ * each slot's v W_gu[e]^T for the backward, which takes it back with dout
+ * [tokens, hidden]; dx, dgate_up_proj, ddown_proj and dtop_k_weights
+ * (each NULL: not computed) are the gradients of the inputs of the same
+ * shapes. Both run on chunks of tokens, all of them unless "fused_moe",
+ * "forward"/"backward" is forced to chunk=N (the weights' gradients are
+ * then rounded to the dtype once per chunk). */
+UBG_API ubg_status ubg_fused_moe_forward(ubg_ctx *, ubg_dtype, int64_t tokens, int64_t hidden, int64_t inter,
+    int64_t experts, int64_t top_k, const void *x, const void *gate_up_proj, const void *down_proj,
+    const int32_t *top_k_index, const void *top_k_weights, void *out, float *pre_act);
+UBG_API ubg_status ubg_fused_moe_backward(ubg_ctx *, ubg_dtype, int64_t tokens, int64_t hidden, int64_t inter,
+    int64_t experts, int64_t top_k, const void *x, const void *gate_up_proj, const void *down_proj,
+    const int32_t *top_k_index, const void *top_k_weights, const float *pre_act, const void *dout, void *dx,
+    void *dgate_up_proj, void *ddown_proj, void *dtop_k_weights);
+
 /* PolyNorm (Liger's LigerPolyNormFunction) over rows of x [rows, cols]:
  * y = w0 norm(x^3) + w1 norm(x^2) + w2 norm(x) + b, norm(u) = u rstd_u,
  * rstd_u = 1 / sqrt(mean(u^2) + eps); w [3], b [1]; rstd [rows, 3] f32

@@ -8,10 +8,10 @@ classes before the model is made are both checked, and the fused-loss
 forward's options against the stock forward's. The 32-step runs are
 marked `integration` (make test-integration, a CI stage of its own).
 
-Qwen2-VL and Qwen2.5-VL train as their ForConditionalGeneration on text
-alone (a one-block vision tower is made, patched, and left unused:
-transformers then gives the three M-RoPE position streams the same
-positions); Llama 4 trains as its text model, Llama4ForCausalLM, which is
+Qwen2-VL, Qwen2.5-VL and Qwen3-VL-MoE train as their
+ForConditionalGeneration on text alone (a one-block vision tower is made,
+patched, and left unused: transformers then gives the three M-RoPE
+position streams the same positions); Llama 4 trains as its text model, Llama4ForCausalLM, which is
 what apply_liger_kernel_to_llama4's fused loss replaces. Their vision
 parts are checked in test_vision_parts_are_patched."""
 import copy
@@ -34,6 +34,18 @@ MINI_EXTRA = {
     "mixtral": dict(num_local_experts=4, num_experts_per_tok=2),
     "qwen3_moe": dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, decoder_sparse_step=1,
                       mlp_only_layers=[]),
+    "qwen3_vl_moe": dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, decoder_sparse_step=1),
+    "glm4v_moe": dict(n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, first_k_dense_replace=0,
+                      partial_rotary_factor=1.0),  # the whole head rotated: MROPE's sections fit it
+    "hunyuan_v1_moe": dict(num_experts=4, moe_topk=2),
+    "qwen3_next": dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                       shared_expert_intermediate_size=32, linear_key_head_dim=8, linear_value_head_dim=8,
+                       linear_num_key_heads=2, linear_num_value_heads=4,
+                       layer_types=["linear_attention", "full_attention"]),
+    "qwen3_5_moe_text": dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                             shared_expert_intermediate_size=32, linear_key_head_dim=8, linear_value_head_dim=8,
+                             linear_num_key_heads=2, linear_num_value_heads=4,
+                             layer_types=["linear_attention", "full_attention"]),
     "gemma2": dict(final_logit_softcapping=30.0, attn_logit_softcapping=50.0, sliding_window=16),
     "gemma3_text": dict(final_logit_softcapping=30.0, sliding_window=16),
     "falcon_h1": dict(mamba_d_ssm=16, mamba_n_heads=4, mamba_d_head=4, mamba_n_groups=1, mamba_d_state=8,
@@ -41,9 +53,14 @@ MINI_EXTRA = {
     "llama4": dict(intermediate_size_mlp=64, num_local_experts=2, interleave_moe_layer_step=2),
 }
 # the vision-language families: a one-block vision tower, and M-RoPE sections of the head (8: 2 + 1 + 1 pairs)
-VL = ("qwen2_vl", "qwen2_5_vl")
+VL = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl_moe", "glm4v_moe")
 MINI_VISION = dict(depth=1, embed_dim=16, hidden_size=32, num_heads=2, intermediate_size=32, out_hidden_size=32,
                    patch_size=2, spatial_merge_size=1, temporal_patch_size=1)
+VISION = {"qwen3_vl_moe": dict(depth=1, hidden_size=32, num_heads=2, intermediate_size=32, out_hidden_size=32,
+                               patch_size=2, spatial_merge_size=1, temporal_patch_size=1, num_position_embeddings=16,
+                               deepstack_visual_indexes=[0]),
+          "glm4v_moe": dict(depth=1, hidden_size=32, num_heads=2, intermediate_size=32, out_hidden_size=32,
+                            patch_size=2, spatial_merge_size=1, temporal_patch_size=1, image_size=8)}
 MROPE = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 1, 1]}
 FAMILIES = sorted(mp.FAMILIES)
 # Liger's convergence tolerances: (atol, rtol) of the losses, the top-k log-probabilities and the parameters
@@ -54,10 +71,11 @@ STEPS, BATCH, SEQ = 32, 2, 16
 
 def mini_config(model_type):
     if model_type in VL:
-        return AutoConfig.for_model(model_type, text_config=dict(MINI, rope_parameters=MROPE),
-                                    vision_config=MINI_VISION)
-    if model_type == "llama4":  # its causal LM is the text model's
-        model_type = "llama4_text"
+        return AutoConfig.for_model(model_type, text_config=dict(MINI, rope_parameters=MROPE,
+                                                                 **MINI_EXTRA.get(model_type, {})),
+                                    vision_config=VISION.get(model_type, MINI_VISION))
+    if model_type in ("llama4", "qwen3_5_moe"):  # its causal LM is the text model's
+        model_type += "_text"
     return AutoConfig.for_model(model_type, **MINI, **MINI_EXTRA.get(model_type, {}))
 
 
@@ -265,7 +283,8 @@ def test_signatures_and_defaults_are_ligers():
                  "llama4": ["rms_norm", "swiglu", "model", "layer_norm"]}
         order = order.get(fam.module, ["rms_norm", fam.mlp, "model"])
         assert list(params) == ["rope", "cross_entropy", "fused_linear_cross_entropy"] + order, model_type
-        want = {"rope": model_type != "glm4", "cross_entropy": model_type == "granite",
+        no_rope = ("glm4", "glm4v_moe", "qwen3_next", "qwen3_5_moe")  # Liger's default rope=False
+        want = {"rope": fam.module not in no_rope, "cross_entropy": model_type == "granite",
                 "fused_linear_cross_entropy": model_type != "granite", "rms_norm": True, fam.mlp: True, "model": None}
         want.update({"layer_norm": True} if fam.layer_norm else {})
         assert {k: p.default for k, p in params.items()} == want, model_type

@@ -46,6 +46,8 @@ from .transformers.jsd import LigerJSD, LigerJSDFunction
 from .transformers.functional import liger_jsd
 from .transformers.fused_linear_jsd import LigerFusedLinearJSD, LigerFusedLinearJSDFunction
 from .transformers.functional import liger_fused_linear_jsd
+from .ops.fused_moe import LigerFusedMoEFunction
+from .transformers.swiglu import LigerExperts
 from .transformers.sparsemax import LigerSparsemax
 from .transformers.swiglu import LigerSwiGLUMLP
 
@@ -77,6 +79,7 @@ __all__ = [
     "LigerKLDivLossFunction", "LigerKLDIVLoss", "liger_kl_div",
     "LigerJSDFunction", "LigerJSD", "liger_jsd",
     "LigerFusedLinearJSDFunction", "LigerFusedLinearJSD", "liger_fused_linear_jsd",
+    "LigerFusedMoEFunction", "LigerExperts",
     "LigerPolyNormFunction", "LigerPolyNorm", "liger_poly_norm",
     "LigerSparsemaxFunction", "LigerSparsemax", "liger_sparsemax",
     "LigerQwen2VLMRopeFunction", "liger_qwen2vl_mrope", "liger_multimodal_rotary_pos_emb",

@@ -28,6 +28,7 @@ from .tvd import TVDLoss, TVDLossFunction, tvd
 from .kl_div import KLDivLoss, KLDivLossFunction, kl_div
 from .jsd import JSD, JSDFunction, jsd
 from .fused_linear_jsd import FusedLinearJSD, FusedLinearJSDFunction, fused_linear_jsd
+from .fused_moe import FusedMoEFunction, fused_moe
 from .poly_norm import PolyNorm, PolyNormFunction, poly_norm
 from .sparsemax import Sparsemax, SparsemaxFunction, sparsemax
 from .fused_add_rms_norm import FusedAddRMSNorm, FusedAddRMSNormFunction, fused_add_rms_norm
@@ -53,6 +54,7 @@ __all__ = [
     "KLDivLoss", "KLDivLossFunction", "kl_div",
     "JSD", "JSDFunction", "jsd",
     "FusedLinearJSD", "FusedLinearJSDFunction", "fused_linear_jsd",
+    "FusedMoEFunction", "fused_moe",
     "PolyNorm", "PolyNormFunction", "poly_norm",
     "Sparsemax", "SparsemaxFunction", "sparsemax",
     "GroupNorm", "GroupNormFunction", "group_norm",

@@ -24,6 +24,7 @@ from .tvd import LigerTVDLossFunction
 from .kl_div import LigerKLDivLossFunction
 from .jsd import LigerJSDFunction
 from .fused_linear_jsd import LigerFusedLinearJSDFunction
+from .fused_moe import LigerFusedMoEFunction
 from .sparsemax import LigerSparsemaxFunction
 
 __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerDyTFunction", "LigerEmbeddingFunction",
@@ -32,5 +33,6 @@ __all__ = ["LigerAttnResFunction", "LigerCrossEntropyFunction", "LigerDyTFunctio
            "LigerModulatedRMSNormFunction", "LigerPolyNormFunction", "LigerQwen2VLMRopeFunction",
            "LigerRMSNormFunction", "LigerReLUSquaredFunction", "LigerRopeFunction", "LigerSiLUMulFunction",
            "LigerSoftmaxFunction", "LigerFusedNeighborhoodAttentionFunction",
-           "LigerMHCCoeffsFunction", "LigerMHCPreFunction", "LigerMHCPostResFunction", "GrpoLossFunction", "LigerJSDFunction", "LigerFusedLinearJSDFunction", "LigerKLDivLossFunction", "LigerSparsemaxFunction",
+           "LigerMHCCoeffsFunction", "LigerMHCPreFunction", "LigerMHCPostResFunction", "GrpoLossFunction", "LigerJSDFunction",
+           "LigerFusedLinearJSDFunction", "LigerFusedMoEFunction", "LigerKLDivLossFunction", "LigerSparsemaxFunction",
            "LigerTVDLossFunction"]

@@ -73,6 +73,18 @@ FAMILIES = {
     "qwen2": Family("qwen2", "Qwen2"),
     "qwen3": Family("qwen3", "Qwen3"),
     "qwen3_moe": Family("qwen3_moe", "Qwen3Moe", mlp_name="Experts", mlp_cls=mlps.LigerExperts),
+    "qwen3_next": Family("qwen3_next", "Qwen3Next", norms.LigerRMSNormForQwen3Next, _GEMMA2_NORM, mlp_name="Experts",
+                         mlp_cls=mlps.LigerExperts, defaults={"rope": False},
+                         no_rope="Qwen3-Next rotates part of each head (partial_rotary_factor)"),
+    "qwen3_5_moe": Family("qwen3_5_moe", "Qwen3_5Moe", norms.LigerRMSNormForQwen3Next, _GEMMA2_NORM,
+                          mlp_name="Experts", mlp_cls=mlps.LigerExperts, defaults={"rope": False},
+                          no_rope="Qwen3.5-MoE rotates part of each head (partial_rotary_factor)"),
+    "qwen3_vl_moe": Family("qwen3_vl_moe", "Qwen3VLMoeText", mlp_name="Experts", mlp_cls=mlps.LigerExperts,
+                           lm_class="Qwen3VLMoeForConditionalGeneration"),
+    "glm4v_moe": Family("glm4v_moe", "Glm4vMoeText", norms.LigerRMSNormForGlm4, _KEEP_DY, mlp_name="Experts",
+                        mlp_cls=mlps.LigerExperts, lm_class="Glm4vMoeForConditionalGeneration",
+                        defaults={"rope": False}, no_rope="Glm4 rotates half of each head, interleaved"),
+    "hunyuan_v1_moe": Family("hunyuan_v1_moe", "HunYuanMoEV1", mlp_name="Experts", mlp_cls=mlps.LigerExperts),
     "smollm3": Family("smollm3", "SmolLM3"),
     "granite": Family("granite", "Granite", defaults={"cross_entropy": True, "fused_linear_cross_entropy": False},
                       no_flce="GraniteForCausalLM scales its logits, which the fused loss does not"),
@@ -203,6 +215,11 @@ apply_liger_kernel_to_mixtral = _make("mixtral")
 apply_liger_kernel_to_qwen2 = _make("qwen2")
 apply_liger_kernel_to_qwen3 = _make("qwen3")
 apply_liger_kernel_to_qwen3_moe = _make("qwen3_moe")
+apply_liger_kernel_to_hunyuan_v1_moe = _make("hunyuan_v1_moe")
+apply_liger_kernel_to_qwen3_next = _make("qwen3_next")
+apply_liger_kernel_to_qwen3_5_moe = _make("qwen3_5_moe")
+apply_liger_kernel_to_qwen3_vl_moe = _make("qwen3_vl_moe")
+apply_liger_kernel_to_glm4v_moe = _make("glm4v_moe")
 apply_liger_kernel_to_smollm3 = _make("smollm3")
 apply_liger_kernel_to_granite = _make("granite")
 apply_liger_kernel_to_phi3 = _make("phi3")
@@ -221,7 +238,8 @@ apply_liger_kernel_to_llama4 = _make("llama4")
 MODEL_TYPE_TO_APPLY_LIGER_FN = {t: globals()["apply_liger_kernel_to_" + t] for t in FAMILIES}
 # the text models' own config types, as Liger maps them
 MODEL_TYPE_TO_APPLY_LIGER_FN.update({t + "_text": MODEL_TYPE_TO_APPLY_LIGER_FN[t] for t in
-                                     ("qwen2_vl", "qwen2_5_vl", "llama4")})
+                                     ("qwen2_vl", "qwen2_5_vl", "llama4", "qwen3_5_moe",
+                                                                           "qwen3_vl_moe")})
 
 
 def _applicable(model_type, kwargs, missing):

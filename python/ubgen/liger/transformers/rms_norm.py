@@ -44,6 +44,10 @@ class LigerRMSNormForGemma2(LigerRMSNorm):
         super().__init__(hidden_size, eps, offset, casting_mode, init_fn, in_place, row_mode)
 
 
+class LigerRMSNormForQwen3Next(LigerRMSNormForGemma2):
+    """Qwen3-Next's and Qwen3.5-MoE's norm: Gemma 2's settings"""
+
+
 class LigerRMSNormForGemma3(LigerRMSNorm):
     """Gemma 3's norm; its first argument is `dim`, as Gemma3RMSNorm's (q_norm, k_norm)"""
 

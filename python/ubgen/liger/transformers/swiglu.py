@@ -4,6 +4,7 @@ model loads the same checkpoints."""
 import torch
 import torch.nn as nn
 
+from ...torch.fused_moe import FusedMoEFunction
 from ...torch.glu import SiLUMulFunction, SwiGLUMLP
 
 
@@ -85,10 +86,9 @@ class LigerFalconH1SwiGLUMLP(nn.Module):
 
 class LigerExperts(nn.Module):
     """The experts of a mixture-of-experts block in transformers 5 (Mixtral,
-    Qwen3-MoE): weights as 3D tensors, gate_up_proj [E, 2I, H] and
-    down_proj [E, H, I]. Each expert's tokens go through its SwiGLU on
-    ubgen's kernel; the routing is the stock module's loop, so the result
-    is its, to the rounding of silu."""
+    Qwen3-MoE and the other MoE families): weights as 3D tensors,
+    gate_up_proj [E, 2I, H] and down_proj [E, H, I], run by ubgen's fused
+    MoE (routing, grouped GEMMs, SwiGLU and the top-k sum in one call)."""
 
     def __init__(self, config):
         super().__init__()
@@ -100,17 +100,13 @@ class LigerExperts(nn.Module):
         _silu_only(config)
 
     def forward(self, hidden_states, top_k_index, top_k_weights):
-        """hidden_states [T, H], top_k_index and top_k_weights [T, K] -> [T, H]"""
+        """hidden_states [..., H], top_k_index and top_k_weights [..., K] -> [..., H]"""
         shape = hidden_states.shape
-        x = hidden_states.reshape(-1, shape[-1])
-        top_k_index = top_k_index.reshape(-1, top_k_index.shape[-1])
+        x = hidden_states.reshape(-1, self.hidden_dim)
+        top_k_index = top_k_index.reshape(-1, top_k_index.shape[-1]).to(torch.int32)
         top_k_weights = top_k_weights.reshape(-1, top_k_weights.shape[-1])
-        out = torch.zeros_like(x)
-        for e in torch.unique(top_k_index).tolist():
-            if not 0 <= e < self.num_experts:
-                continue
-            token, slot = torch.where(top_k_index == e)
-            gate, up = nn.functional.linear(x[token], self.gate_up_proj[e]).chunk(2, dim=-1)
-            y = nn.functional.linear(SiLUMulFunction.apply(gate, up), self.down_proj[e])
-            out.index_add_(0, token, (y * top_k_weights[token, slot, None]).to(out.dtype))
+        away = top_k_index >= self.num_experts  # transformers 5's index of an expert on another rank: skipped
+        if away.any():
+            top_k_index, top_k_weights = top_k_index.masked_fill(away, 0), top_k_weights.masked_fill(away, 0)
+        out = FusedMoEFunction.apply(x, self.gate_up_proj, self.down_proj, top_k_index, top_k_weights)
         return out.reshape(shape)
