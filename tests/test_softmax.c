@@ -21,8 +21,9 @@ typedef struct {
 static const sm_case cases[] = {{1, 1}, {7, 3}, {5, 123}, {40, 1024}, {2, 4097}, {2, 70000}, {64, 4096}};
 static const double tol_atol[3] = {1e-6, 1e-3, 1e-3}, tol_rtol[3] = {1e-5, 1e-2, 2e-2};
 
-/* one dtype and shape: the inputs (x, dy: rows x cols), the outputs (y, dx)
- * and the references (y_ref, dx_ref) */
+/* one dtype and shape: the inputs (x, dy, and y0, the forward's y that the
+ * backward takes: rows x cols), the outputs (y, dx: rows x cols) and their
+ * references (y_ref, dx_ref) */
 typedef struct {
   int dt;
   int64_t R, D;
