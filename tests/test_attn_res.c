@@ -35,10 +35,7 @@ static int applies(const ug_variant *v, const ar_shape *s) { return tc_applies(v
 
 static void expect_close(const char *what, const void *got, int dt, const double *want, int64_t n, double atol,
                          double rtol, const char *variant, const char *where) {
-  double err;
-  int64_t bad = ref_compare(got, dt, want, n, atol, rtol, &err);
-  cr_assert(bad < 0, "%s %s: %s[%lld] = %.9g, reference %.9g (atol %g, rtol %g)", variant, where, what, (long long)bad,
-            ref_load(got, bad < 0 ? 0 : bad, dt), want[bad < 0 ? 0 : bad], atol, rtol);
+  tc_assert_close(got, dt, want, n, atol, rtol, "%s %s (atol %g, rtol %g): %s", variant, where, atol, rtol, what);
 }
 
 typedef struct {

@@ -22,101 +22,79 @@ static const dyt_case cases[] = {{1, 1}, {7, 3}, {5, 123}, {40, 1024}, {2, 4097}
 static const double atol_fwd[3] = {1e-5, 1e-2, 2e-2}, atol_bwd[3] = {1e-4, 1e-2, 2e-2};
 static const double rtol[3] = {1e-5, 1e-2, 2e-2};
 
-static void close_to(const void *got, int dt, const double *want, int64_t n, double atol, const char *what,
-                     const char *name, const dyt_case *c) {
-  double err;
-  int64_t bad = ref_compare(got, dt, want, n, atol, rtol[dt], &err);
-  cr_assert(bad < 0, "%s %lldx%lld %s: %s[%lld] = %.9g, reference %.9g", name, (long long)c->rows, (long long)c->cols,
-            ug_dtype_name(dt), what, (long long)bad, ref_load(got, bad, dt), want[bad]);
-}
-
+/* one dtype and shape: the inputs (x, dy: rows x cols; alpha: 1; gamma,
+ * beta: cols, beta NULL for none), the outputs (y, dx: rows x cols; dalpha:
+ * 1; dgamma, dbeta: cols) and their references */
 typedef struct {
+  int dt;
+  int64_t R, D;
+  void *x, *alpha, *gamma, *beta, *dy;
   void *y, *dx, *dalpha, *dgamma, *dbeta;
-} dyt_out;
+  double *y_ref, *dx_ref, da_ref, *dg_ref, *db_ref;
+  char shape[48];
+} dyt_state;
+
+static ubg_status run_fwd(ubg_ctx *ctx, void *state) {
+  dyt_state *t = state;
+  return ubg_dyt_fwd(ctx, t->dt, t->R, t->D, t->x, t->alpha, t->gamma, t->beta, t->y);
+}
+static ubg_status run_bwd(ubg_ctx *ctx, void *state) {
+  dyt_state *t = state;
+  return ubg_dyt_bwd(ctx, t->dt, t->R, t->D, t->dy, t->x, t->alpha, t->gamma, t->dx, t->dalpha, t->dgamma, t->dbeta);
+}
+static void check_fwd(void *state, const char *variant) {
+  dyt_state *t = state;
+  const int dt = t->dt;
+  tc_assert_close(t->y, dt, t->y_ref, t->R * t->D, atol_fwd[dt], rtol[dt], "%s %s: y", variant, t->shape);
+}
+static void check_bwd(void *state, const char *variant) {
+  dyt_state *t = state;
+  const int dt = t->dt;
+  tc_assert_close(t->dx, dt, t->dx_ref, t->R * t->D, atol_bwd[dt], rtol[dt], "%s %s: dx", variant, t->shape);
+  tc_assert_close(t->dalpha, dt, &t->da_ref, 1, atol_bwd[dt], rtol[dt], "%s %s: dalpha", variant, t->shape);
+  tc_assert_close(t->dgamma, dt, t->dg_ref, t->D, atol_bwd[dt], rtol[dt], "%s %s: dgamma", variant, t->shape);
+  if (t->dbeta)
+    tc_assert_close(t->dbeta, dt, t->db_ref, t->D, atol_bwd[dt], rtol[dt], "%s %s: dbeta", variant, t->shape);
+}
 
 static void sweep(int dt, const dyt_case *c, bool with_beta) {
   const int64_t R = c->rows, D = c->cols, n = R * D;
   tc_skip_if_large(n, "rows x cols");
   const size_t es = ref_dtype_bytes(dt), bytes = (size_t)n * es;
-  void *x = tc_tensor(dt, n, 0, 2, (uint64_t)(n + 1)), *alpha = tc_tensor(dt, 1, 0.5, 0.25, 2);
-  void *gamma = tc_tensor(dt, D, 1, 0.5, 3), *beta = with_beta ? tc_tensor(dt, D, 0, 1, 4) : NULL;
-  void *dy = tc_tensor(dt, n, 0, 1, 5);
-  double *y_ref = malloc((size_t)(n + 1) * sizeof(double)), *dx_ref = malloc((size_t)(n + 1) * sizeof(double));
-  double da_ref, *dg_ref = malloc((size_t)D * sizeof(double)), *db_ref = malloc((size_t)D * sizeof(double));
-  ref_slot fa[7] = {{.p = x}, {.p = alpha}, {.p = gamma}, {.p = beta}, {0}, {.i = R}, {.i = D}};
+  dyt_state t = {.dt = dt, .R = R, .D = D};
+  snprintf(t.shape, sizeof t.shape, "%lldx%lld %s", (long long)R, (long long)D, ug_dtype_name(dt));
+  t.x = tc_tensor(dt, n, 0, 2, (uint64_t)(n + 1)), t.alpha = tc_tensor(dt, 1, 0.5, 0.25, 2);
+  t.gamma = tc_tensor(dt, D, 1, 0.5, 3), t.beta = with_beta ? tc_tensor(dt, D, 0, 1, 4) : NULL;
+  t.dy = tc_tensor(dt, n, 0, 1, 5);
+  t.y_ref = malloc((size_t)(n + 1) * sizeof(double)), t.dx_ref = malloc((size_t)(n + 1) * sizeof(double));
+  t.dg_ref = malloc((size_t)D * sizeof(double)), t.db_ref = malloc((size_t)D * sizeof(double));
+  ref_slot fa[7] = {{.p = t.x}, {.p = t.alpha}, {.p = t.gamma}, {.p = t.beta}, {0}, {.i = R}, {.i = D}};
   double *fo[7] = {0};
-  fo[4] = y_ref;
+  fo[4] = t.y_ref;
   ref_find("dyt", "fwd")->fn(fa, dt, fo);
-  ref_slot ba[10] = {{.p = dy}, {.p = x}, {.p = alpha}, {.p = gamma}, {0}, {0}, {0}, {0}, {.i = R}, {.i = D}};
+  ref_slot ba[10] = {{.p = t.dy}, {.p = t.x}, {.p = t.alpha}, {.p = t.gamma}, {0}, {0}, {0}, {0}, {.i = R}, {.i = D}};
   double *bo[10] = {0};
-  bo[4] = dx_ref, bo[5] = &da_ref, bo[6] = dg_ref, bo[7] = with_beta ? db_ref : NULL;
+  bo[4] = t.dx_ref, bo[5] = &t.da_ref, bo[6] = t.dg_ref, bo[7] = with_beta ? t.db_ref : NULL;
   ref_find("dyt", "bwd")->fn(ba, dt, bo);
-  dyt_out got = {malloc(bytes + 1), malloc(bytes + 1), malloc(es), malloc((size_t)D * es),
-                 with_beta ? malloc((size_t)D * es) : NULL};
-  dyt_out first = {malloc(bytes + 1), malloc(bytes + 1), malloc(es), malloc((size_t)D * es), malloc((size_t)D * es)};
-  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_AUTO, 2)};
-  for (int pass = 0; pass < 2; pass++) {
-    const char *pn = pass ? "bwd" : "fwd";
-    tc_variants vs = tc_kernel_variants("dyt", pn, dt);
-    int ran = 0;
-    for (int v = 0; v < vs.n; v++) {
-      if (!tc_applies(&vs.v[v], D)) continue;
-      const char *name = vs.v[v].name;
-      for (int k = 0; k < 2; k++) {
-        ubg_ctx *ctx = ctxs[k];
-        cr_assert_eq(ubg_set_variant(ctx, "dyt", pn, name), UBG_OK, "%s", ubg_ctx_error(ctx));
-        ubg_status s;
-        if (!pass) {
-          memset(got.y, 0xff, bytes);
-          s = ubg_dyt_fwd(ctx, dt, R, D, x, alpha, gamma, beta, got.y);
-        } else {
-          memset(got.dx, 0xff, bytes), memset(got.dalpha, 0xff, es), memset(got.dgamma, 0xff, (size_t)D * es);
-          if (got.dbeta) memset(got.dbeta, 0xff, (size_t)D * es);
-          s = ubg_dyt_bwd(ctx, dt, R, D, dy, x, alpha, gamma, got.dx, got.dalpha, got.dgamma, got.dbeta);
-        }
-        cr_assert_eq(s, UBG_OK, "%s: %s", name, ubg_ctx_error(ctx));
-        if (ran == 0 && k == 0) {
-          if (!pass) {
-            close_to(got.y, dt, y_ref, n, atol_fwd[dt], "y", name, c);
-            memcpy(first.y, got.y, bytes);
-          } else {
-            close_to(got.dx, dt, dx_ref, n, atol_bwd[dt], "dx", name, c);
-            close_to(got.dalpha, dt, &da_ref, 1, atol_bwd[dt], "dalpha", name, c);
-            close_to(got.dgamma, dt, dg_ref, D, atol_bwd[dt], "dgamma", name, c);
-            if (got.dbeta) close_to(got.dbeta, dt, db_ref, D, atol_bwd[dt], "dbeta", name, c);
-            memcpy(first.dx, got.dx, bytes), memcpy(first.dalpha, got.dalpha, es);
-            memcpy(first.dgamma, got.dgamma, (size_t)D * es);
-            if (got.dbeta) memcpy(first.dbeta, got.dbeta, (size_t)D * es);
-          }
-        } else if (!pass) {
-          cr_assert(!memcmp(got.y, first.y, bytes), "%s (%d threads) %lldx%lld: forward bits differ", name, k + 1,
-                    (long long)R, (long long)D);
-        } else {
-          cr_assert(!memcmp(got.dx, first.dx, bytes) && !memcmp(got.dalpha, first.dalpha, es) &&
-                        !memcmp(got.dgamma, first.dgamma, (size_t)D * es) &&
-                        (!got.dbeta || !memcmp(got.dbeta, first.dbeta, (size_t)D * es)),
-                    "%s (%d threads) %lldx%lld: backward bits differ", name, k + 1, (long long)R, (long long)D);
-        }
-      }
-      ran++;
-    }
-    cr_assert_gt(ran, 0, "no %s variant applies to %lldx%lld", pn, (long long)R, (long long)D);
-    tc_free_variants(&vs);
-  }
-  /* dx over dy, y over x: the same bits */
-  cr_assert_eq(ubg_set_variant(ctxs[1], "dyt", "fwd", NULL), UBG_OK);
-  cr_assert_eq(ubg_set_variant(ctxs[1], "dyt", "bwd", NULL), UBG_OK);
-  memcpy(got.y, x, bytes);
-  cr_assert_eq(ubg_dyt_fwd(ctxs[1], dt, R, D, got.y, alpha, gamma, beta, got.y), UBG_OK, "%s", ubg_ctx_error(ctxs[1]));
-  cr_assert(!memcmp(got.y, first.y, bytes), "y over x differs");
-  memcpy(got.dx, dy, bytes);
-  cr_assert_eq(ubg_dyt_bwd(ctxs[1], dt, R, D, got.dx, x, alpha, gamma, got.dx, got.dalpha, got.dgamma, got.dbeta),
-               UBG_OK, "%s", ubg_ctx_error(ctxs[1]));
-  cr_assert(!memcmp(got.dx, first.dx, bytes), "dx over dy differs");
-  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
-  free(x), free(alpha), free(gamma), free(beta), free(dy), free(y_ref), free(dx_ref), free(dg_ref), free(db_ref);
-  free(got.y), free(got.dx), free(got.dalpha), free(got.dgamma), free(got.dbeta);
-  free(first.y), free(first.dx), free(first.dalpha), free(first.dgamma), free(first.dbeta);
+  t.y = malloc(bytes + 1), t.dx = malloc(bytes + 1), t.dalpha = malloc(es), t.dgamma = malloc((size_t)D * es);
+  t.dbeta = with_beta ? malloc((size_t)D * es) : NULL;
+  tc_sweep_variants("dyt", "fwd", dt, D, run_fwd, check_fwd, &t, &(tc_out){t.y, bytes}, 1, t.shape);
+  const tc_out bwd_outs[4] = {{t.dx, bytes}, {t.dalpha, es}, {t.dgamma, (size_t)D * es}, {t.dbeta, (size_t)D * es}};
+  tc_sweep_variants("dyt", "bwd", dt, D, run_bwd, check_bwd, &t, bwd_outs, with_beta ? 4 : 3, t.shape);
+  /* dx over dy, y over x: the same bits as the sweeps' */
+  void *y0 = malloc(bytes + 1), *dx0 = malloc(bytes + 1);
+  memcpy(y0, t.y, bytes), memcpy(dx0, t.dx, bytes);
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 2);
+  memcpy(t.y, t.x, bytes);
+  cr_assert_eq(ubg_dyt_fwd(ctx, dt, R, D, t.y, t.alpha, t.gamma, t.beta, t.y), UBG_OK, "%s", ubg_ctx_error(ctx));
+  cr_assert(!memcmp(t.y, y0, bytes), "y over x differs");
+  memcpy(t.dx, t.dy, bytes);
+  cr_assert_eq(ubg_dyt_bwd(ctx, dt, R, D, t.dx, t.x, t.alpha, t.gamma, t.dx, t.dalpha, t.dgamma, t.dbeta), UBG_OK,
+               "%s", ubg_ctx_error(ctx));
+  cr_assert(!memcmp(t.dx, dx0, bytes), "dx over dy differs");
+  ubg_ctx_destroy(ctx);
+  free(t.x), free(t.alpha), free(t.gamma), free(t.beta), free(t.dy), free(t.y_ref), free(t.dx_ref), free(t.dg_ref);
+  free(t.db_ref), free(t.y), free(t.dx), free(t.dalpha), free(t.dgamma), free(t.dbeta), free(y0), free(dx0);
 }
 
 Test(dyt, every_variant_against_the_reference, .timeout = 300 * TC_TIME_SCALE) {

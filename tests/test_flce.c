@@ -252,10 +252,7 @@ static void free_ref(fref *r) { free(r->loss), free(r->zl), free(r->am), free(r-
 
 static void expect_close(const char *what, const void *got, int dt, const double *want, int64_t n, double atol,
                          double rtol, const char *where) {
-  double err;
-  int64_t bad = ref_compare(got, dt, want, n, atol, rtol, &err);
-  cr_assert(bad < 0, "%s: %s[%lld] = %.9g, reference %.9g (atol %g, rtol %g)", where, what, (long long)bad,
-            ref_load(got, bad < 0 ? 0 : bad, dt), want[bad < 0 ? 0 : bad], atol, rtol);
+  tc_assert_close(got, dt, want, n, atol, rtol, "%s (atol %g, rtol %g): %s", where, atol, rtol, what);
 }
 
 /* z_v of row r in double (logits after the softcap) */

@@ -22,120 +22,111 @@ typedef struct {
 
 static const fadd_case cases[] = {{1, 1}, {7, 3}, {5, 123}, {40, 1024}, {2, 4097}, {3, 40000}, {64, 4096}};
 
-static void close_to(const void *got, int dt, const double *want, int64_t n, double atol, const char *what,
-                     const char *name, const fadd_case *c, int casting) {
-  double err;
-  int64_t bad = ref_compare(got, dt, want, n, atol, tol_rtol[dt], &err);
-  cr_assert(bad < 0, "%s %lldx%lld %s casting %d: %s[%lld] = %.9g, reference %.9g", name, (long long)c->rows,
-            (long long)c->cols, ug_dtype_name(dt), casting, what, (long long)bad,
-            ref_load(got, bad, what[0] == 'r' ? UBG_F32 : dt), want[bad]);
-}
-
+/* one case: the inputs (x, residual, dy, ds: rows x cols, ds NULL for
+ * none; w: cols; the backward's s_in and rstd_in: the forward's s and rstd),
+ * the outputs (y, s, dx: rows x cols; rstd: rows, f32; dw: cols) and their
+ * references */
 typedef struct {
+  int dt;
+  ubg_casting casting;
+  int64_t R, D;
+  float eps, offset;
+  void *x, *res, *w, *dy, *ds, *s_in;
   void *y, *s, *dx, *dw;
-  float *rstd;
-} fadd_out;
+  float *rstd, *rstd_in;
+  double *y_ref, *s_ref, *rstd_ref, *dx_ref, *dw_ref;
+  char shape[64];
+} fadd_state;
+
+static ubg_status run_fwd(ubg_ctx *ctx, void *state) {
+  fadd_state *t = state;
+  return ubg_fused_add_rms_norm_fwd(ctx, t->dt, t->R, t->D, t->x, t->res, t->w, t->eps, t->offset, t->casting, t->y,
+                                    t->s, t->rstd);
+}
+static ubg_status run_bwd(ubg_ctx *ctx, void *state) {
+  fadd_state *t = state;
+  return ubg_fused_add_rms_norm_bwd(ctx, t->dt, t->R, t->D, t->dy, t->ds, t->s_in, t->w, t->rstd_in, t->offset,
+                                    t->casting, t->dx, t->dw);
+}
+static void check_fwd(void *state, const char *variant) {
+  fadd_state *t = state;
+  const int dt = t->dt;
+  const int64_t n = t->R * t->D;
+  tc_assert_close(t->s, dt, t->s_ref, n, tol_atol[dt], tol_rtol[dt], "%s %s: s", variant, t->shape);
+  tc_assert_close(t->rstd, UBG_F32, t->rstd_ref, t->R, 1e-5, tol_rtol[UBG_F32], "%s %s: rstd", variant, t->shape);
+  tc_assert_close(t->y, dt, t->y_ref, n, tol_atol[dt], tol_rtol[dt], "%s %s: y", variant, t->shape);
+}
+static void check_bwd(void *state, const char *variant) {
+  fadd_state *t = state;
+  const int dt = t->dt;
+  tc_assert_close(t->dx, dt, t->dx_ref, t->R * t->D, tol_atol[dt], tol_rtol[dt], "%s %s: dx", variant, t->shape);
+  tc_assert_close(t->dw, dt, t->dw_ref, t->D, tol_atol[dt], tol_rtol[dt], "%s %s: dw", variant, t->shape);
+}
 
 static void sweep(int dt, const fadd_case *c, ubg_casting casting, bool with_ds) {
   const int64_t R = c->rows, D = c->cols, n = R * D;
   tc_skip_if_large(n, "rows x cols");
   const size_t es = ref_dtype_bytes(dt), bytes = (size_t)n * es, wbytes = (size_t)D * es;
-  const float eps = 1e-6f, offset = casting == UBG_CAST_GEMMA ? 1.0f : 0.0f;
-  void *x = tc_tensor(dt, n, 0, 1, (uint64_t)(n + 1)), *res = tc_tensor(dt, n, 0, 1, 2);
-  void *w = tc_tensor(dt, D, 1, 0.5, 3), *dy = tc_tensor(dt, n, 0, 1, 4);
-  void *ds = with_ds ? tc_tensor(dt, n, 0, 1, 5) : NULL;
-  double *y_ref = malloc((size_t)n * sizeof(double)), *s_ref = malloc((size_t)n * sizeof(double));
-  double *rstd_ref = malloc((size_t)(R + 1) * sizeof(double)), *dx_ref = malloc((size_t)n * sizeof(double));
-  double *dw_ref = malloc((size_t)D * sizeof(double));
-  ref_slot fa[11] = {{.p = x}, {.p = res}, {.p = w}, {0}, {0}, {0}, {.i = R}, {.i = D}, {.f = eps}, {.f = offset},
-                     {.i = casting}};
+  const size_t rbytes = (size_t)(R + 1) * sizeof(float);
+  fadd_state t = {.dt = dt, .casting = casting, .R = R, .D = D, .eps = 1e-6f};
+  t.offset = casting == UBG_CAST_GEMMA ? 1.0f : 0.0f;
+  snprintf(t.shape, sizeof t.shape, "%lldx%lld %s casting %d", (long long)R, (long long)D, ug_dtype_name(dt),
+           casting);
+  t.x = tc_tensor(dt, n, 0, 1, (uint64_t)(n + 1)), t.res = tc_tensor(dt, n, 0, 1, 2);
+  t.w = tc_tensor(dt, D, 1, 0.5, 3), t.dy = tc_tensor(dt, n, 0, 1, 4);
+  t.ds = with_ds ? tc_tensor(dt, n, 0, 1, 5) : NULL;
+  t.y_ref = malloc((size_t)n * sizeof(double)), t.s_ref = malloc((size_t)n * sizeof(double));
+  t.rstd_ref = malloc((size_t)(R + 1) * sizeof(double)), t.dx_ref = malloc((size_t)n * sizeof(double));
+  t.dw_ref = malloc((size_t)D * sizeof(double));
+  ref_slot fa[11] = {{.p = t.x}, {.p = t.res}, {.p = t.w}, {0},           {0},           {0},
+                     {.i = R},   {.i = D},     {.f = t.eps}, {.f = t.offset}, {.i = casting}};
   double *fo[11] = {0};
-  fo[3] = y_ref, fo[4] = s_ref, fo[5] = rstd_ref;
+  fo[3] = t.y_ref, fo[4] = t.s_ref, fo[5] = t.rstd_ref;
   ref_find("fused_add_rms_norm", "fwd")->fn(fa, dt, fo);
-  fadd_out got = {malloc(bytes + 1), malloc(bytes + 1), malloc(bytes + 1), malloc(wbytes),
-                  malloc((size_t)(R + 1) * sizeof(float))};
-  fadd_out first = {malloc(bytes + 1), malloc(bytes + 1), malloc(bytes + 1), malloc(wbytes),
-                    malloc((size_t)(R + 1) * sizeof(float))};
-  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_AUTO, 2)};
-  for (int pass = 0; pass < 2; pass++) {
-    const char *pn = pass ? "bwd" : "fwd";
-    tc_variants vs = tc_kernel_variants("fused_add_rms_norm", pn, dt);
-    int ran = 0;
-    for (int v = 0; v < vs.n; v++) {
-      if (!tc_applies(&vs.v[v], D)) continue;
-      const char *name = vs.v[v].name;
-      for (int k = 0; k < 2; k++) {
-        ubg_ctx *ctx = ctxs[k];
-        cr_assert_eq(ubg_set_variant(ctx, "fused_add_rms_norm", pn, name), UBG_OK, "%s", ubg_ctx_error(ctx));
-        ubg_status st;
-        if (!pass) {
-          memset(got.y, 0xff, bytes), memset(got.s, 0xff, bytes), memset(got.rstd, 0xff, (size_t)R * 4);
-          st = ubg_fused_add_rms_norm_fwd(ctx, dt, R, D, x, res, w, eps, offset, casting, got.y, got.s, got.rstd);
-        } else {
-          memset(got.dx, 0xff, bytes), memset(got.dw, 0xff, wbytes);
-          st = ubg_fused_add_rms_norm_bwd(ctx, dt, R, D, dy, ds, first.s, w, first.rstd, offset, casting, got.dx,
-                                          got.dw);
-        }
-        cr_assert_eq(st, UBG_OK, "%s: %s", name, ubg_ctx_error(ctx));
-        if (ran == 0 && k == 0) {
-          if (!pass) {
-            close_to(got.s, dt, s_ref, n, tol_atol[dt], "s", name, c, casting);
-            close_to(got.rstd, UBG_F32, rstd_ref, R, 1e-5, "rstd", name, c, casting);
-            close_to(got.y, dt, y_ref, n, tol_atol[dt], "y", name, c, casting);
-            memcpy(first.y, got.y, bytes), memcpy(first.s, got.s, bytes), memcpy(first.rstd, got.rstd, (size_t)R * 4);
-            ref_slot ba[11] = {{.p = dy}, {.p = ds}, {.p = first.s}, {.p = w}, {.p = first.rstd}, {0}, {0},
-                               {.i = R}, {.i = D}, {.f = offset}, {.i = casting}};
-            double *bo[11] = {0};
-            bo[5] = dx_ref, bo[6] = dw_ref;
-            ref_find("fused_add_rms_norm", "bwd")->fn(ba, dt, bo);
-          } else {
-            close_to(got.dx, dt, dx_ref, n, tol_atol[dt], "dx", name, c, casting);
-            close_to(got.dw, dt, dw_ref, D, tol_atol[dt], "dw", name, c, casting);
-            memcpy(first.dx, got.dx, bytes), memcpy(first.dw, got.dw, wbytes);
-          }
-        } else if (!pass) {
-          cr_assert(!memcmp(got.y, first.y, bytes) && !memcmp(got.s, first.s, bytes) &&
-                        !memcmp(got.rstd, first.rstd, (size_t)R * 4),
-                    "%s (%d threads) %lldx%lld: forward bits differ", name, k + 1, (long long)R, (long long)D);
-        } else {
-          cr_assert(!memcmp(got.dx, first.dx, bytes) && !memcmp(got.dw, first.dw, wbytes),
-                    "%s (%d threads) %lldx%lld: backward bits differ", name, k + 1, (long long)R, (long long)D);
-        }
-      }
-      ran++;
-    }
-    cr_assert_gt(ran, 0, "no %s variant applies to %lldx%lld", pn, (long long)R, (long long)D);
-    tc_free_variants(&vs);
-  }
-  /* y over x and s over residual, dx over dy and over ds: the same bits */
-  ubg_ctx *ctx = ctxs[1];
-  cr_assert_eq(ubg_set_variant(ctx, "fused_add_rms_norm", "fwd", NULL), UBG_OK);
-  cr_assert_eq(ubg_set_variant(ctx, "fused_add_rms_norm", "bwd", NULL), UBG_OK);
-  memcpy(got.y, x, bytes), memcpy(got.s, res, bytes);
-  cr_assert_eq(ubg_fused_add_rms_norm_fwd(ctx, dt, R, D, got.y, got.s, w, eps, offset, casting, got.y, got.s, got.rstd),
+  t.y = malloc(bytes + 1), t.s = malloc(bytes + 1), t.dx = malloc(bytes + 1), t.dw = malloc(wbytes);
+  t.rstd = malloc(rbytes), t.s_in = malloc(bytes + 1), t.rstd_in = malloc(rbytes);
+  const tc_out fwd_outs[3] = {{t.y, bytes}, {t.s, bytes}, {t.rstd, (size_t)R * 4}};
+  tc_sweep_variants("fused_add_rms_norm", "fwd", dt, D, run_fwd, check_fwd, &t, fwd_outs, 3, t.shape);
+  /* the backward takes the forward's s and rstd, and its reference them */
+  void *y0 = malloc(bytes + 1);
+  memcpy(y0, t.y, bytes), memcpy(t.s_in, t.s, bytes), memcpy(t.rstd_in, t.rstd, (size_t)R * 4);
+  ref_slot ba[11] = {{.p = t.dy}, {.p = t.ds}, {.p = t.s_in},   {.p = t.w},     {.p = t.rstd_in}, {0},
+                     {0},         {.i = R},    {.i = D},        {.f = t.offset}, {.i = casting}};
+  double *bo[11] = {0};
+  bo[5] = t.dx_ref, bo[6] = t.dw_ref;
+  ref_find("fused_add_rms_norm", "bwd")->fn(ba, dt, bo);
+  const tc_out bwd_outs[2] = {{t.dx, bytes}, {t.dw, wbytes}};
+  tc_sweep_variants("fused_add_rms_norm", "bwd", dt, D, run_bwd, check_bwd, &t, bwd_outs, 2, t.shape);
+  void *dx0 = malloc(bytes + 1);
+  memcpy(dx0, t.dx, bytes);
+  /* y over x and s over residual, dx over dy and over ds: the same bits as the sweeps' */
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 2);
+  const float eps = t.eps, offset = t.offset;
+  memcpy(t.y, t.x, bytes), memcpy(t.s, t.res, bytes);
+  cr_assert_eq(ubg_fused_add_rms_norm_fwd(ctx, dt, R, D, t.y, t.s, t.w, eps, offset, casting, t.y, t.s, t.rstd),
                UBG_OK, "%s", ubg_ctx_error(ctx));
-  cr_assert(!memcmp(got.y, first.y, bytes) && !memcmp(got.s, first.s, bytes), "y over x, s over residual differ");
+  cr_assert(!memcmp(t.y, y0, bytes) && !memcmp(t.s, t.s_in, bytes), "y over x, s over residual differ");
   /* y and rstd are RMSNorm's of the returned s, bit for bit */
-  cr_assert_eq(ubg_rms_norm_fwd(ctx, dt, R, D, first.s, w, eps, offset, casting, got.y, got.rstd), UBG_OK, "%s",
+  cr_assert_eq(ubg_rms_norm_fwd(ctx, dt, R, D, t.s_in, t.w, eps, offset, casting, t.y, t.rstd), UBG_OK, "%s",
                ubg_ctx_error(ctx));
-  cr_assert(!memcmp(got.y, first.y, bytes) && !memcmp(got.rstd, first.rstd, (size_t)R * 4),
+  cr_assert(!memcmp(t.y, y0, bytes) && !memcmp(t.rstd, t.rstd_in, (size_t)R * 4),
             "y or rstd differs from ubg_rms_norm_fwd's of s");
-  memcpy(got.dx, dy, bytes);
-  cr_assert_eq(ubg_fused_add_rms_norm_bwd(ctx, dt, R, D, got.dx, ds, first.s, w, first.rstd, offset, casting, got.dx,
-                                          got.dw),
+  memcpy(t.dx, t.dy, bytes);
+  cr_assert_eq(ubg_fused_add_rms_norm_bwd(ctx, dt, R, D, t.dx, t.ds, t.s_in, t.w, t.rstd_in, offset, casting, t.dx,
+                                          t.dw),
                UBG_OK, "%s", ubg_ctx_error(ctx));
-  cr_assert(!memcmp(got.dx, first.dx, bytes), "dx over dy differs");
-  if (ds) {
-    memcpy(got.dx, ds, bytes);
-    cr_assert_eq(ubg_fused_add_rms_norm_bwd(ctx, dt, R, D, dy, got.dx, first.s, w, first.rstd, offset, casting,
-                                            got.dx, got.dw),
+  cr_assert(!memcmp(t.dx, dx0, bytes), "dx over dy differs");
+  if (t.ds) {
+    memcpy(t.dx, t.ds, bytes);
+    cr_assert_eq(ubg_fused_add_rms_norm_bwd(ctx, dt, R, D, t.dy, t.dx, t.s_in, t.w, t.rstd_in, offset, casting,
+                                            t.dx, t.dw),
                  UBG_OK, "%s", ubg_ctx_error(ctx));
-    cr_assert(!memcmp(got.dx, first.dx, bytes), "dx over ds differs");
+    cr_assert(!memcmp(t.dx, dx0, bytes), "dx over ds differs");
   }
-  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
-  free(x), free(res), free(w), free(dy), free(ds), free(y_ref), free(s_ref), free(rstd_ref), free(dx_ref), free(dw_ref);
-  free(got.y), free(got.s), free(got.dx), free(got.dw), free(got.rstd);
-  free(first.y), free(first.s), free(first.dx), free(first.dw), free(first.rstd);
+  ubg_ctx_destroy(ctx);
+  free(t.x), free(t.res), free(t.w), free(t.dy), free(t.ds), free(t.y_ref), free(t.s_ref), free(t.rstd_ref);
+  free(t.dx_ref), free(t.dw_ref), free(t.y), free(t.s), free(t.dx), free(t.dw), free(t.rstd), free(t.s_in);
+  free(t.rstd_in), free(y0), free(dx0);
 }
 
 Test(fused_add_rms_norm, every_variant_against_the_reference, .timeout = 300 * TC_TIME_SCALE) {

@@ -99,75 +99,85 @@ static void near(const char *what, const char *how, int dt, const void *got, con
             ref_load(got, bad, dt), ref[bad], most);
 }
 
+/* one case: the inputs, the outputs (loss: 1; dx: bt x hidden; dw: vocab
+ * x hidden) and their references */
+typedef struct {
+  int dt;
+  const fljsd_case *c;
+  fljsd_in in;
+  float loss;
+  void *dx, *dw;
+  double loss_ref, *dx_ref, *dw_ref;
+  char shape[96];
+} fljsd_state;
+
+/* the generated GEMMs in one chunk, then the op */
+static ubg_status run_rows(ubg_ctx *ctx, void *state) {
+  fljsd_state *t = state;
+  const fljsd_case *c = t->c;
+  const ubg_status st = ubg_set_variant(ctx, "fused_linear_jsd", "chunk", "gemm=generated");
+  if (st != UBG_OK) return st;
+  return ubg_fused_linear_jsd(ctx, t->dt, c->bt, c->hidden, c->teacher_hidden, c->vocab, t->in.xs, t->in.ws, t->in.xt,
+                              t->in.wt, t->in.labels, c->beta, IGNORE, c->temperature, UBG_F32, &t->loss, t->dx, t->dw);
+}
+/* the loss within 1e-7 + 2e-6 |reference| (NaN failing), dx and dweight near */
+static void check_rows(void *state, const char *variant) {
+  fljsd_state *t = state;
+  const fljsd_case *c = t->c;
+  char how[160];
+  snprintf(how, sizeof how, "%s (1 thread) %s", variant, t->shape);
+  cr_assert(fabs(t->loss - t->loss_ref) <= 1e-7 + 2e-6 * fabs(t->loss_ref), "%s: loss %.9g, reference %.9g", how,
+            t->loss, t->loss_ref);
+  near("dx", how, t->dt, t->dx, t->dx_ref, c->bt * c->hidden);
+  near("dweight", how, t->dt, t->dw, t->dw_ref, c->vocab * c->hidden);
+}
+
 static void sweep(int dt, const fljsd_case *c) {
   const int64_t BT = c->bt, H = c->hidden, Ht = c->teacher_hidden, V = c->vocab;
   const size_t es = ref_dtype_bytes(dt), xb = (size_t)(BT * H) * es, wb = (size_t)(V * H) * es;
-  fljsd_in in = make_inputs(dt, c);
-  double loss_ref, *dx_ref = malloc((size_t)(BT * H + 1) * sizeof(double)),
-                   *dw_ref = malloc((size_t)(V * H + 1) * sizeof(double));
-  op_ref(dt, c, &in, &loss_ref, dx_ref, dw_ref);
-  void *dx = malloc(xb + 1), *dw = malloc(wb + 1), *dx0 = malloc(xb + 1), *dw0 = malloc(wb + 1);
-  char how[160];
-  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_AUTO, 2)};
-  tc_variants vs = tc_kernel_variants("fused_linear_jsd", "rows", dt);
-  cr_assert_gt(vs.n, 0, "no fused_linear_jsd.rows variant fits");
-  float loss0 = 0;
+  fljsd_state t = {.dt = dt, .c = c, .in = make_inputs(dt, c)};
+  snprintf(t.shape, sizeof t.shape, "%lldx%lldx%lldx%lld %s", (long long)BT, (long long)H, (long long)Ht,
+           (long long)V, ug_dtype_name(dt));
+  t.dx_ref = malloc((size_t)(BT * H + 1) * sizeof(double)), t.dw_ref = malloc((size_t)(V * H + 1) * sizeof(double));
+  op_ref(dt, c, &t.in, &t.loss_ref, t.dx_ref, t.dw_ref);
+  t.dx = malloc(xb + 1), t.dw = malloc(wb + 1);
   /* the generated GEMMs in one chunk, every rows variant, 1 and 2 threads: the same bits */
-  for (int v = 0; v < vs.n; v++)
-    for (int k = 0; k < 2; k++) {
-      float loss = -1;
-      snprintf(how, sizeof how, "%s (%d threads) %lldx%lldx%lldx%lld", vs.v[v].name, k + 1, (long long)BT,
-               (long long)H, (long long)Ht, (long long)V);
-      cr_assert_eq(ubg_set_variant(ctxs[k], "fused_linear_jsd", "rows", vs.v[v].name), UBG_OK, "%s",
-                   ubg_ctx_error(ctxs[k]));
-      cr_assert_eq(ubg_set_variant(ctxs[k], "fused_linear_jsd", "chunk", "gemm=generated"), UBG_OK, "%s",
-                   ubg_ctx_error(ctxs[k]));
-      cr_assert_eq(ubg_fused_linear_jsd(ctxs[k], dt, BT, H, Ht, V, in.xs, in.ws, in.xt, in.wt, in.labels, c->beta,
-                                        IGNORE, c->temperature, UBG_F32, &loss, dx, dw),
-                   UBG_OK, "%s: %s", how, ubg_ctx_error(ctxs[k]));
-      if (v == 0 && k == 0) {
-        cr_assert(fabs(loss - loss_ref) <= 1e-7 + 2e-6 * fabs(loss_ref), "%s: loss %.9g, reference %.9g", how, loss,
-                  loss_ref);
-        near("dx", how, dt, dx, dx_ref, BT * H);
-        near("dweight", how, dt, dw, dw_ref, V * H);
-        loss0 = loss, memcpy(dx0, dx, xb), memcpy(dw0, dw, wb);
-      } else {
-        cr_assert(!memcmp(&loss, &loss0, sizeof loss) && !memcmp(dx, dx0, xb) && !memcmp(dw, dw0, wb),
-                  "%s: bits differ", how);
-      }
-    }
+  const tc_out outs[3] = {{&t.loss, sizeof t.loss}, {t.dx, xb}, {t.dw, wb}};
+  tc_sweep_variants("fused_linear_jsd", "rows", dt, 0, run_rows, check_rows, &t, outs, 3, t.shape);
+  const float loss0 = t.loss;
+  const fljsd_in *in = &t.in;
+  char how[160];
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 2);
   /* the case's chunks: the same loss bits, dx and dweight near; without gradients the same loss */
-  for (int k = 0; k < 2; k++) cr_assert_eq(ubg_set_variant(ctxs[k], "fused_linear_jsd", "rows", NULL), UBG_OK);
   float loss = -1;
-  cr_assert_eq(ubg_set_variant(ctxs[1], "fused_linear_jsd", "chunk", c->chunk), UBG_OK, "%s", ubg_ctx_error(ctxs[1]));
-  cr_assert_eq(ubg_fused_linear_jsd(ctxs[1], dt, BT, H, Ht, V, in.xs, in.ws, in.xt, in.wt, in.labels, c->beta, IGNORE,
-                                    c->temperature, UBG_F32, &loss, dx, dw),
-               UBG_OK, "%s", ubg_ctx_error(ctxs[1]));
+  cr_assert_eq(ubg_set_variant(ctx, "fused_linear_jsd", "chunk", c->chunk), UBG_OK, "%s", ubg_ctx_error(ctx));
+  cr_assert_eq(ubg_fused_linear_jsd(ctx, dt, BT, H, Ht, V, in->xs, in->ws, in->xt, in->wt, in->labels, c->beta, IGNORE,
+                                    c->temperature, UBG_F32, &loss, t.dx, t.dw),
+               UBG_OK, "%s", ubg_ctx_error(ctx));
   snprintf(how, sizeof how, "%s %lldx%lldx%lldx%lld", c->chunk, (long long)BT, (long long)H, (long long)Ht,
            (long long)V);
   cr_assert(!memcmp(&loss, &loss0, sizeof loss), "%s: loss %.9g, one chunk's %.9g", how, loss, loss0);
-  near("dx", how, dt, dx, dx_ref, BT * H);
-  near("dweight", how, dt, dw, dw_ref, V * H);
-  cr_assert_eq(ubg_fused_linear_jsd(ctxs[1], dt, BT, H, Ht, V, in.xs, in.ws, in.xt, in.wt, in.labels, c->beta, IGNORE,
+  near("dx", how, dt, t.dx, t.dx_ref, BT * H);
+  near("dweight", how, dt, t.dw, t.dw_ref, V * H);
+  cr_assert_eq(ubg_fused_linear_jsd(ctx, dt, BT, H, Ht, V, in->xs, in->ws, in->xt, in->wt, in->labels, c->beta, IGNORE,
                                     c->temperature, UBG_F32, &loss, NULL, NULL),
-               UBG_OK, "%s", ubg_ctx_error(ctxs[1]));
+               UBG_OK, "%s", ubg_ctx_error(ctx));
   cr_assert(!memcmp(&loss, &loss0, sizeof loss), "%s without gradients: loss %.9g, not %.9g", how, loss, loss0);
   /* the default GEMMs (oneDNN's where linked): near the reference */
-  cr_assert_eq(ubg_set_variant(ctxs[1], "fused_linear_jsd", "chunk", NULL), UBG_OK);
-  cr_assert_eq(ubg_fused_linear_jsd(ctxs[1], dt, BT, H, Ht, V, in.xs, in.ws, in.xt, in.wt, in.labels, c->beta, IGNORE,
-                                    c->temperature, UBG_F32, &loss, dx, dw),
-               UBG_OK, "%s", ubg_ctx_error(ctxs[1]));
-  snprintf(how, sizeof how, "%s %lldx%lldx%lldx%lld", ubg_ctx_last_variant(ctxs[1]), (long long)BT, (long long)H,
+  cr_assert_eq(ubg_set_variant(ctx, "fused_linear_jsd", "chunk", NULL), UBG_OK);
+  cr_assert_eq(ubg_fused_linear_jsd(ctx, dt, BT, H, Ht, V, in->xs, in->ws, in->xt, in->wt, in->labels, c->beta, IGNORE,
+                                    c->temperature, UBG_F32, &loss, t.dx, t.dw),
+               UBG_OK, "%s", ubg_ctx_error(ctx));
+  snprintf(how, sizeof how, "%s %lldx%lldx%lldx%lld", ubg_ctx_last_variant(ctx), (long long)BT, (long long)H,
            (long long)Ht, (long long)V);
-  cr_assert(fabs(loss - loss_ref) <= 1e-7 + 2e-6 * fabs(loss_ref), "%s: loss %.9g, reference %.9g", how, loss,
-            loss_ref);
-  near("dx", how, dt, dx, dx_ref, BT * H);
-  near("dweight", how, dt, dw, dw_ref, V * H);
+  cr_assert(fabs(loss - t.loss_ref) <= 1e-7 + 2e-6 * fabs(t.loss_ref), "%s: loss %.9g, reference %.9g", how, loss,
+            t.loss_ref);
+  near("dx", how, dt, t.dx, t.dx_ref, BT * H);
+  near("dweight", how, dt, t.dw, t.dw_ref, V * H);
   if (c->labels == 2) cr_assert(loss0 == 0.0f, "every row ignored: loss %g, not 0", loss0);
-  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
-  tc_free_variants(&vs);
-  free_inputs(&in);
-  free(dx_ref), free(dw_ref), free(dx), free(dw), free(dx0), free(dw0);
+  ubg_ctx_destroy(ctx);
+  free_inputs(&t.in);
+  free(t.dx_ref), free(t.dw_ref), free(t.dx), free(t.dw);
 }
 
 Test(fused_linear_jsd, against_the_reference, .timeout = 300 * TC_TIME_SCALE) {

@@ -40,56 +40,52 @@ static ubg_status run(ubg_ctx *ctx, const char *kernel, int bwd, int dt, const g
              : ubg_geglu_bwd(ctx, dt, c->rows, c->cols, t[0], t[1], t[2], t[3], t[4]);
 }
 
+/* one pass of a kernel at one dtype and shape: its tensors t (the inputs,
+ * then the outputs, each rows x cols) and the references of the outputs */
+typedef struct {
+  const char *kernel;
+  int bwd, dt, nin, nout;
+  glu_case c;
+  void *t[5];
+  double *want[2];
+  char shape[48];
+} glu_state;
+
+static ubg_status run_pass(ubg_ctx *ctx, void *state) {
+  glu_state *s = state;
+  return run(ctx, s->kernel, s->bwd, s->dt, &s->c, s->t);
+}
+static void check_pass(void *state, const char *variant) {
+  glu_state *s = state;
+  for (int o = 0; o < s->nout; o++)
+    tc_assert_close(s->t[s->nin + o], s->dt, s->want[o], s->c.rows * s->c.cols, tol_atol[s->dt], tol_rtol[s->dt],
+                    "%s %s output %d", variant, s->shape, o);
+}
+
 /* one pass at one dtype and shape: every variant against the reference and
  * against the first variant's bits, and 2 threads against 1 */
 static void sweep(const char *kernel, int bwd, int dt, const glu_case *c) {
   const int64_t n = c->rows * c->cols;
   tc_skip_if_large(n, "rows x cols");
-  const int nin = bwd ? 3 : 2, nout = bwd ? 2 : 1;
+  const int swi = !strcmp(kernel, "swiglu");
+  glu_state s = {.kernel = kernel, .bwd = bwd, .dt = dt, .nin = bwd ? 3 : 2, .nout = bwd ? 2 : 1,
+                 .c = {c->rows, c->cols, swi ? c->gm : 1, swi ? c->dm : 1}};
+  const int nin = s.nin, nout = s.nout;
   const size_t bytes = (size_t)n * ref_dtype_bytes(dt);
-  const glu_case plain = {c->rows, c->cols, !strcmp(kernel, "swiglu") ? c->gm : 1, !strcmp(kernel, "swiglu") ? c->dm : 1};
-  void *t[5] = {0}, *first[2] = {0};
-  for (int i = 0; i < nin; i++) t[i] = tc_tensor(dt, n, 0, i == nin - 2 ? 4 : 1, (uint64_t)(n * 7 + i + 17 * dt));
-  double *want[2];
+  snprintf(s.shape, sizeof s.shape, "%lldx%lld %s", (long long)c->rows, (long long)c->cols, ug_dtype_name(dt));
+  for (int i = 0; i < nin; i++) s.t[i] = tc_tensor(dt, n, 0, i == nin - 2 ? 4 : 1, (uint64_t)(n * 7 + i + 17 * dt));
   ref_slot a[9] = {{0}};
   double *outs[9] = {0};
-  for (int i = 0; i < nin; i++) a[i].p = t[i];
-  for (int o = 0; o < nout; o++) want[o] = outs[nin + o] = malloc((size_t)(n + 1) * sizeof(double));
+  for (int i = 0; i < nin; i++) a[i].p = s.t[i];
+  for (int o = 0; o < nout; o++) s.want[o] = outs[nin + o] = malloc((size_t)(n + 1) * sizeof(double));
   a[nin + nout].i = c->rows, a[nin + nout + 1].i = c->cols;
-  a[nin + nout + 2].f = plain.gm, a[nin + nout + 3].f = plain.dm;
+  a[nin + nout + 2].f = s.c.gm, a[nin + nout + 3].f = s.c.dm;
   ref_find(kernel, bwd ? "bwd" : "fwd")->fn(a, dt, outs);
-  for (int o = 0; o < nout; o++) t[nin + o] = malloc(bytes + 1), first[o] = malloc(bytes + 1);
-  ubg_ctx *one = tc_ctx(UBG_BACKEND_AUTO, 1), *two = tc_ctx(UBG_BACKEND_AUTO, 2);
-  const char *pass = bwd ? "bwd" : "fwd";
-  tc_variants vs = tc_kernel_variants(kernel, pass, dt);
-  cr_assert_gt(vs.n, 0);
-  for (int v = 0; v < vs.n; v++) {
-    const char *name = vs.v[v].name;
-    for (int k = 0; k < 2; k++) {
-      ubg_ctx *ctx = k ? two : one;
-      cr_assert_eq(ubg_set_variant(ctx, kernel, pass, name), UBG_OK, "%s", ubg_ctx_error(ctx));
-      for (int o = 0; o < nout; o++) memset(t[nin + o], 0xff, bytes);
-      cr_assert_eq(run(ctx, kernel, bwd, dt, &plain, t), UBG_OK, "%s %lldx%lld: %s", name, (long long)c->rows,
-                   (long long)c->cols, ubg_ctx_error(ctx));
-      for (int o = 0; o < nout; o++) {
-        if (v == 0 && k == 0) {
-          double err;
-          int64_t bad = ref_compare(t[nin + o], dt, want[o], n, tol_atol[dt], tol_rtol[dt], &err);
-          cr_assert(bad < 0, "%s %lldx%lld output %d [%lld] = %.9g, reference %.9g", name, (long long)c->rows,
-                    (long long)c->cols, o, (long long)bad, ref_load(t[nin + o], bad, dt), want[o][bad]);
-          memcpy(first[o], t[nin + o], bytes);
-        } else {
-          cr_assert(!memcmp(first[o], t[nin + o], bytes), "%s (%d threads) %lldx%lld: output %d differs from %s's bits",
-                    name, k + 1, (long long)c->rows, (long long)c->cols, o, vs.v[0].name);
-        }
-      }
-    }
-  }
-  tc_free_variants(&vs);
-  ubg_ctx_destroy(one);
-  ubg_ctx_destroy(two);
-  for (int i = 0; i < 5; i++) free(t[i]);
-  for (int o = 0; o < nout; o++) free(want[o]), free(first[o]);
+  tc_out out[2];
+  for (int o = 0; o < nout; o++) s.t[nin + o] = malloc(bytes + 1), out[o] = (tc_out){s.t[nin + o], bytes};
+  tc_sweep_variants(kernel, bwd ? "bwd" : "fwd", dt, 0, run_pass, check_pass, &s, out, nout, s.shape);
+  for (int i = 0; i < 5; i++) free(s.t[i]);
+  for (int o = 0; o < nout; o++) free(s.want[o]);
 }
 
 #define SWEEP_TESTS(kernel, pass, bwd)                                                           \

@@ -28,100 +28,100 @@ static const gn_case cases[] = {{1, 1, 1, 1},     {1, 1, 1, 3},          {1, 32,
 static const double tol_atol[3] = {1e-4, 1e-2, 2e-2}, tol_rtol[3] = {1e-5, 1e-2, 2e-2};
 static const float EPS = 1e-6f;
 
-static void close_to(const void *got, int dt, const double *want, int64_t n, const char *what, const char *name,
-                     const gn_case *c) {
-  double err;
-  int64_t bad = ref_compare(got, dt, want, n, tol_atol[dt], tol_rtol[dt], &err);
-  cr_assert(bad < 0, "%s %lldx%lldx%lld (%lld groups) %s: %s[%lld] = %.9g, reference %.9g", name, (long long)c->batch,
-            (long long)c->channels, (long long)c->cols, (long long)c->groups, ug_dtype_name(dt), what, (long long)bad,
-            ref_load(got, bad, dt), want[bad]);
+/* one case: the inputs (x, dy: batch x groups x cols; w, b: channels; the
+ * backward's mean_in, rstd_in: the forward's mean and rstd), the outputs
+ * (y, dx: as x; mean, rstd: batch x groups, f32; dw, db: channels) and their references */
+typedef struct {
+  int dt;
+  const gn_case *c;
+  void *x, *w, *b, *dy, *y, *dx, *dw, *db;
+  float *mean, *rstd, *mean_in, *rstd_in;
+  double *y_ref, *mean_ref, *rstd_ref, *dx_ref, *dw_ref, *db_ref;
+  char shape[80];
+} gn_state;
+
+static ubg_status run_fwd(ubg_ctx *ctx, void *state) {
+  gn_state *t = state;
+  const gn_case *c = t->c;
+  return ubg_group_norm_fwd(ctx, t->dt, c->batch, c->channels, c->groups, c->cols, t->x, t->w, t->b, EPS, t->y,
+                            t->mean, t->rstd);
+}
+static ubg_status run_bwd(ubg_ctx *ctx, void *state) {
+  gn_state *t = state;
+  const gn_case *c = t->c;
+  return ubg_group_norm_bwd(ctx, t->dt, c->batch, c->channels, c->groups, c->cols, t->dy, t->x, t->w, t->mean_in,
+                            t->rstd_in, t->dx, t->dw, t->db);
+}
+/* y at the dtype's tolerance, mean and rstd (f32) at f32's */
+static void check_fwd(void *state, const char *variant) {
+  gn_state *t = state;
+  const gn_case *c = t->c;
+  const int dt = t->dt;
+  const int64_t R = c->batch * c->groups;
+  tc_assert_close(t->y, dt, t->y_ref, R * c->cols, tol_atol[dt], tol_rtol[dt], "%s %s: y", variant, t->shape);
+  tc_assert_close(t->mean, UBG_F32, t->mean_ref, R, tol_atol[UBG_F32], tol_rtol[UBG_F32], "%s %s: mean", variant,
+                  t->shape);
+  tc_assert_close(t->rstd, UBG_F32, t->rstd_ref, R, tol_atol[UBG_F32], tol_rtol[UBG_F32], "%s %s: rstd", variant,
+                  t->shape);
+}
+static void check_bwd(void *state, const char *variant) {
+  gn_state *t = state;
+  const gn_case *c = t->c;
+  const int dt = t->dt;
+  const int64_t n = c->batch * c->groups * c->cols;
+  tc_assert_close(t->dx, dt, t->dx_ref, n, tol_atol[dt], tol_rtol[dt], "%s %s: dx", variant, t->shape);
+  tc_assert_close(t->dw, dt, t->dw_ref, c->channels, tol_atol[dt], tol_rtol[dt], "%s %s: dw", variant, t->shape);
+  tc_assert_close(t->db, dt, t->db_ref, c->channels, tol_atol[dt], tol_rtol[dt], "%s %s: db", variant, t->shape);
 }
 
 static void sweep(int dt, const gn_case *c) {
   const int64_t B = c->batch, C = c->channels, G = c->groups, D = c->cols, R = B * G, n = R * D;
   tc_skip_if_large(n, "batch x groups x cols");
-  const size_t es = ref_dtype_bytes(dt), bytes = (size_t)n * es;
-  void *x = tc_tensor(dt, n, 0.5, 2, (uint64_t)(n + 1)), *w = tc_tensor(dt, C, 1, 0.5, 2), *b = tc_tensor(dt, C, 0, 1, 3);
-  void *dy = tc_tensor(dt, n, 0, 1, 4);
-  /* the reference's forward, and its backward from the kernel's mean and rstd */
-  double *y_ref = malloc((size_t)(n + 1) * sizeof(double)), *mean_ref = malloc((size_t)(R + 1) * sizeof(double));
-  double *rstd_ref = malloc((size_t)(R + 1) * sizeof(double));
-  ref_slot fa[11] = {{.p = x}, {.p = w}, {.p = b}, {0}, {0}, {0}, {.i = B}, {.i = C}, {.i = G}, {.i = D}, {.f = EPS}};
+  const size_t es = ref_dtype_bytes(dt), bytes = (size_t)n * es, wbytes = (size_t)C * es, rbytes = (size_t)R * 4;
+  gn_state t = {.dt = dt, .c = c};
+  snprintf(t.shape, sizeof t.shape, "%lldx%lldx%lld (%lld groups) %s", (long long)B, (long long)C, (long long)D,
+           (long long)G, ug_dtype_name(dt));
+  t.x = tc_tensor(dt, n, 0.5, 2, (uint64_t)(n + 1)), t.w = tc_tensor(dt, C, 1, 0.5, 2), t.b = tc_tensor(dt, C, 0, 1, 3);
+  t.dy = tc_tensor(dt, n, 0, 1, 4);
+  t.y_ref = malloc((size_t)(n + 1) * sizeof(double)), t.mean_ref = malloc((size_t)(R + 1) * sizeof(double));
+  t.rstd_ref = malloc((size_t)(R + 1) * sizeof(double)), t.dx_ref = malloc((size_t)(n + 1) * sizeof(double));
+  t.dw_ref = malloc((size_t)C * sizeof(double)), t.db_ref = malloc((size_t)C * sizeof(double));
+  ref_slot fa[11] = {{.p = t.x}, {.p = t.w}, {.p = t.b}, {0},      {0},      {0},
+                     {.i = B},   {.i = C},   {.i = G},   {.i = D}, {.f = EPS}};
   double *fo[11] = {0};
-  fo[3] = y_ref, fo[4] = mean_ref, fo[5] = rstd_ref;
+  fo[3] = t.y_ref, fo[4] = t.mean_ref, fo[5] = t.rstd_ref;
   ref_find("group_norm", "fwd")->fn(fa, dt, fo);
-  void *y = malloc(bytes + 1), *y0 = malloc(bytes + 1), *dx = malloc(bytes + 1), *dx0 = malloc(bytes + 1);
-  float *mean = malloc((size_t)(R + 1) * 4), *rstd = malloc((size_t)(R + 1) * 4);
-  float *mean0 = malloc((size_t)(R + 1) * 4), *rstd0 = malloc((size_t)(R + 1) * 4);
-  void *dw = malloc((size_t)C * es), *db = malloc((size_t)C * es), *dw0 = malloc((size_t)C * es), *db0 = malloc((size_t)C * es);
-  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_AUTO, 2)};
-  for (int pass = 0; pass < 2; pass++) {
-    const char *pn = pass ? "bwd" : "fwd";
-    tc_variants vs = tc_kernel_variants("group_norm", pn, dt);
-    int ran = 0;
-    for (int v = 0; v < vs.n; v++) {
-      if (!tc_applies(&vs.v[v], D)) continue;
-      for (int k = 0; k < 2; k++) {
-        ubg_ctx *ctx = ctxs[k];
-        cr_assert_eq(ubg_set_variant(ctx, "group_norm", pn, vs.v[v].name), UBG_OK, "%s", ubg_ctx_error(ctx));
-        ubg_status s;
-        if (!pass) {
-          memset(y, 0xff, bytes), memset(mean, 0xff, (size_t)R * 4), memset(rstd, 0xff, (size_t)R * 4);
-          s = ubg_group_norm_fwd(ctx, dt, B, C, G, D, x, w, b, EPS, y, mean, rstd);
-        } else {
-          memset(dx, 0xff, bytes), memset(dw, 0xff, (size_t)C * es), memset(db, 0xff, (size_t)C * es);
-          s = ubg_group_norm_bwd(ctx, dt, B, C, G, D, dy, x, w, mean0, rstd0, dx, dw, db);
-        }
-        cr_assert_eq(s, UBG_OK, "%s: %s", vs.v[v].name, ubg_ctx_error(ctx));
-        if (ran == 0 && k == 0) {
-          if (!pass) {
-            close_to(y, dt, y_ref, n, "y", vs.v[v].name, c);
-            close_to(mean, 0, mean_ref, R, "mean", vs.v[v].name, c);
-            close_to(rstd, 0, rstd_ref, R, "rstd", vs.v[v].name, c);
-            memcpy(y0, y, bytes), memcpy(mean0, mean, (size_t)R * 4), memcpy(rstd0, rstd, (size_t)R * 4);
-          } else {
-            double *dx_ref = malloc((size_t)(n + 1) * sizeof(double));
-            double *dw_ref = malloc((size_t)C * sizeof(double)), *db_ref = malloc((size_t)C * sizeof(double));
-            ref_slot ba[12] = {{.p = dy}, {.p = x}, {.p = w}, {.p = mean0}, {.p = rstd0}, {0},
-                               {0},       {0},      {.i = B}, {.i = C},     {.i = G},      {.i = D}};
-            double *bo[12] = {0};
-            bo[5] = dx_ref, bo[6] = dw_ref, bo[7] = db_ref;
-            ref_find("group_norm", "bwd")->fn(ba, dt, bo);
-            close_to(dx, dt, dx_ref, n, "dx", vs.v[v].name, c);
-            close_to(dw, dt, dw_ref, C, "dw", vs.v[v].name, c);
-            close_to(db, dt, db_ref, C, "db", vs.v[v].name, c);
-            free(dx_ref), free(dw_ref), free(db_ref);
-            memcpy(dx0, dx, bytes), memcpy(dw0, dw, (size_t)C * es), memcpy(db0, db, (size_t)C * es);
-          }
-        } else if (!pass) {
-          cr_assert(!memcmp(y, y0, bytes) && !memcmp(mean, mean0, (size_t)R * 4) && !memcmp(rstd, rstd0, (size_t)R * 4),
-                    "%s (%d threads) %lldx%lldx%lld: forward bits differ", vs.v[v].name, k + 1, (long long)B,
-                    (long long)C, (long long)D);
-        } else {
-          cr_assert(!memcmp(dx, dx0, bytes) && !memcmp(dw, dw0, (size_t)C * es) && !memcmp(db, db0, (size_t)C * es),
-                    "%s (%d threads) %lldx%lldx%lld: backward bits differ", vs.v[v].name, k + 1, (long long)B,
-                    (long long)C, (long long)D);
-        }
-      }
-      ran++;
-    }
-    cr_assert_gt(ran, 0, "no %s variant applies to cols = %lld", pn, (long long)D);
-    tc_free_variants(&vs);
-  }
-  /* dx over dy, y over x: the same bits */
-  cr_assert_eq(ubg_set_variant(ctxs[1], "group_norm", "fwd", NULL), UBG_OK);
-  cr_assert_eq(ubg_set_variant(ctxs[1], "group_norm", "bwd", NULL), UBG_OK);
-  memcpy(y, x, bytes);
-  cr_assert_eq(ubg_group_norm_fwd(ctxs[1], dt, B, C, G, D, y, w, b, EPS, y, mean, rstd), UBG_OK, "%s",
-               ubg_ctx_error(ctxs[1]));
-  cr_assert(!memcmp(y, y0, bytes), "y over x differs");
-  memcpy(dx, dy, bytes);
-  cr_assert_eq(ubg_group_norm_bwd(ctxs[1], dt, B, C, G, D, dx, x, w, mean0, rstd0, dx, dw, db), UBG_OK, "%s",
-               ubg_ctx_error(ctxs[1]));
-  cr_assert(!memcmp(dx, dx0, bytes), "dx over dy differs");
-  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
-  free(x), free(w), free(b), free(dy), free(y_ref), free(mean_ref), free(rstd_ref), free(y), free(y0), free(dx);
-  free(dx0), free(mean), free(rstd), free(mean0), free(rstd0), free(dw), free(db), free(dw0), free(db0);
+  t.y = malloc(bytes + 1), t.dx = malloc(bytes + 1), t.dw = malloc(wbytes), t.db = malloc(wbytes);
+  t.mean = malloc((size_t)(R + 1) * 4), t.rstd = malloc((size_t)(R + 1) * 4);
+  t.mean_in = malloc((size_t)(R + 1) * 4), t.rstd_in = malloc((size_t)(R + 1) * 4);
+  const tc_out fwd_outs[3] = {{t.y, bytes}, {t.mean, rbytes}, {t.rstd, rbytes}};
+  tc_sweep_variants("group_norm", "fwd", dt, D, run_fwd, check_fwd, &t, fwd_outs, 3, t.shape);
+  /* the backward takes the kernel's mean and rstd, and its reference them */
+  void *y0 = malloc(bytes + 1);
+  memcpy(y0, t.y, bytes), memcpy(t.mean_in, t.mean, rbytes), memcpy(t.rstd_in, t.rstd, rbytes);
+  ref_slot ba[12] = {{.p = t.dy}, {.p = t.x}, {.p = t.w}, {.p = t.mean_in}, {.p = t.rstd_in}, {0},
+                     {0},         {0},        {.i = B},   {.i = C},         {.i = G},         {.i = D}};
+  double *bo[12] = {0};
+  bo[5] = t.dx_ref, bo[6] = t.dw_ref, bo[7] = t.db_ref;
+  ref_find("group_norm", "bwd")->fn(ba, dt, bo);
+  const tc_out bwd_outs[3] = {{t.dx, bytes}, {t.dw, wbytes}, {t.db, wbytes}};
+  tc_sweep_variants("group_norm", "bwd", dt, D, run_bwd, check_bwd, &t, bwd_outs, 3, t.shape);
+  void *dx0 = malloc(bytes + 1);
+  memcpy(dx0, t.dx, bytes);
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 2);
+  /* dx over dy, y over x: the same bits as the sweeps' */
+  memcpy(t.y, t.x, bytes);
+  cr_assert_eq(ubg_group_norm_fwd(ctx, dt, B, C, G, D, t.y, t.w, t.b, EPS, t.y, t.mean, t.rstd), UBG_OK, "%s",
+               ubg_ctx_error(ctx));
+  cr_assert(!memcmp(t.y, y0, bytes), "y over x differs");
+  memcpy(t.dx, t.dy, bytes);
+  cr_assert_eq(ubg_group_norm_bwd(ctx, dt, B, C, G, D, t.dx, t.x, t.w, t.mean_in, t.rstd_in, t.dx, t.dw, t.db),
+               UBG_OK, "%s", ubg_ctx_error(ctx));
+  cr_assert(!memcmp(t.dx, dx0, bytes), "dx over dy differs");
+  ubg_ctx_destroy(ctx);
+  free(t.x), free(t.w), free(t.b), free(t.dy), free(t.y_ref), free(t.mean_ref), free(t.rstd_ref), free(t.dx_ref);
+  free(t.dw_ref), free(t.db_ref), free(t.y), free(t.dx), free(t.dw), free(t.db), free(t.mean), free(t.rstd);
+  free(t.mean_in), free(t.rstd_in), free(y0), free(dx0);
 }
 
 Test(group_norm, every_variant_against_the_reference, .timeout = 300 * TC_TIME_SCALE) {

@@ -24,82 +24,81 @@ static const gl_case cases[] = {{1, 1, 1, 1.0f},     {2, 3, 7, 0.7f},      {3, 5
                                 {1, 3, 20000, 0.5f}, {2, 8, 16385, 0.9f}, {0, 4, 16, 1.0f}};
 static const double tol_atol[3] = {1e-6, 1e-3, 1e-3}, tol_rtol[3] = {1e-5, 1e-2, 2e-2};
 
-static void close_to(const void *got, int dt, const double *want, int64_t n, double atol, double rtol,
-                     const char *what, const char *name) {
-  double err;
-  int64_t bad = ref_compare(got, dt, want, n, atol, rtol, &err);
-  cr_assert(bad < 0, "%s %s: %s[%lld] = %.9g, reference %.9g", name, ug_dtype_name(dt), what, (long long)bad,
-            ref_load(got, bad, dt), want[bad]);
+/* one case: the inputs (logits x: batch x (seq + 1) x vocab; ids, dlogp:
+ * batch x seq; the backward's lse: batch x seq, the forward's), the
+ * outputs (logp, lse: batch x seq, f32; dx: as x) and their references */
+typedef struct {
+  int dt;
+  int64_t B, L, V;
+  float temp;
+  void *x, *dx;
+  int64_t *ids;
+  float *dlogp, *logp, *lse, *lse_in;
+  double *logp_ref, *lse_ref, *dx_ref;
+  char shape[64];
+} gl_state;
+
+static ubg_status run_fwd(ubg_ctx *ctx, void *state) {
+  gl_state *t = state;
+  return ubg_grpo_loss_fwd(ctx, t->dt, t->B, t->L, t->V, t->temp, t->x, t->ids, t->logp, t->lse);
+}
+static ubg_status run_bwd(ubg_ctx *ctx, void *state) {
+  gl_state *t = state;
+  return ubg_grpo_loss_bwd(ctx, t->dt, t->B, t->L, t->V, t->temp, t->x, t->ids, t->lse_in, t->dlogp, t->dx);
+}
+static void check_fwd(void *state, const char *variant) {
+  gl_state *t = state;
+  const int64_t toks = t->B * t->L;
+  tc_assert_close(t->logp, UBG_F32, t->logp_ref, toks, 1e-5, 1e-5, "%s %s: logp", variant, t->shape);
+  tc_assert_close(t->lse, UBG_F32, t->lse_ref, toks, 1e-5, 1e-5, "%s %s: lse", variant, t->shape);
+}
+static void check_bwd(void *state, const char *variant) {
+  gl_state *t = state;
+  const int64_t n = t->B * (t->L + 1) * t->V;
+  tc_assert_close(t->dx, t->dt, t->dx_ref, n, tol_atol[t->dt], tol_rtol[t->dt], "%s %s: dlogits", variant, t->shape);
+  for (int64_t i = 0; i < n; i++) /* position seq and masked tokens: exact zeros */
+    if (t->dx_ref[i] == 0.0) cr_assert(ref_load(t->dx, i, t->dt) == 0.0, "dlogits[%lld] is not 0", (long long)i);
 }
 
 static void sweep(int dt, const gl_case *c) {
   const int64_t B = c->batch, L = c->seq, V = c->vocab, toks = B * L, n = B * (L + 1) * V;
-  const float t = c->temperature;
+  const float temp = c->temperature;
   tc_skip_if_large(n, "batch x (seq + 1) x vocab");
   const size_t bytes = (size_t)n * ref_dtype_bytes(dt), tok_bytes = (size_t)(toks ? toks : 1) * sizeof(float);
-  void *x = tc_tensor(dt, n, 0, 3, (uint64_t)(n + 1));
-  float *dlogp = tc_tensor(UBG_F32, toks, 0, 1, 2);
-  int64_t *ids = malloc((size_t)(toks ? toks : 1) * sizeof(int64_t));
+  gl_state t = {.dt = dt, .B = B, .L = L, .V = V, .temp = temp};
+  snprintf(t.shape, sizeof t.shape, "%lldx%lldx%lld %s", (long long)B, (long long)L, (long long)V, ug_dtype_name(dt));
+  t.x = tc_tensor(dt, n, 0, 3, (uint64_t)(n + 1));
+  t.dlogp = tc_tensor(UBG_F32, toks, 0, 1, 2);
+  t.ids = malloc((size_t)(toks ? toks : 1) * sizeof(int64_t));
   uint64_t seed = 5;
-  for (int64_t i = 0; i < toks; i++) ids[i] = (int64_t)(tc_next(&seed) % (uint64_t)V);
-  for (int64_t i = 0; i < toks; i += 3) dlogp[i] = 0.0f; /* masked tokens */
-  float *logp = malloc(tok_bytes), *lse = malloc(tok_bytes), *logp0 = malloc(tok_bytes), *lse0 = malloc(tok_bytes);
-  void *dx = malloc(bytes), *dx0 = malloc(bytes);
-  double *logp_ref = malloc(tok_bytes * 2), *lse_ref = malloc(tok_bytes * 2);
-  double *dx_ref = malloc((size_t)(n ? n : 1) * sizeof(double));
-  ref_slot fa[8] = {{.p = x}, {.p = ids}, {0}, {0}, {.i = B}, {.i = L}, {.i = V}, {.f = t}};
-  double *fo[8] = {NULL, NULL, logp_ref, lse_ref};
+  for (int64_t i = 0; i < toks; i++) t.ids[i] = (int64_t)(tc_next(&seed) % (uint64_t)V);
+  for (int64_t i = 0; i < toks; i += 3) t.dlogp[i] = 0.0f; /* masked tokens */
+  t.logp = malloc(tok_bytes), t.lse = malloc(tok_bytes), t.lse_in = malloc(tok_bytes), t.dx = malloc(bytes);
+  t.logp_ref = malloc(tok_bytes * 2), t.lse_ref = malloc(tok_bytes * 2);
+  t.dx_ref = malloc((size_t)(n ? n : 1) * sizeof(double));
+  ref_slot fa[8] = {{.p = t.x}, {.p = t.ids}, {0}, {0}, {.i = B}, {.i = L}, {.i = V}, {.f = temp}};
+  double *fo[8] = {NULL, NULL, t.logp_ref, t.lse_ref};
   ref_find("grpo_loss", "fwd")->fn(fa, dt, fo);
-  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_AUTO, 2)};
-  for (int pass = 0; pass < 2; pass++) {
-    const char *pn = pass ? "bwd" : "fwd";
-    tc_variants vs = tc_kernel_variants("grpo_loss", pn, dt);
-    int ran = 0;
-    for (int v = 0; v < vs.n; v++) {
-      if (!tc_applies(&vs.v[v], V)) continue;
-      for (int k = 0; k < 2; k++) {
-        cr_assert_eq(ubg_set_variant(ctxs[k], "grpo_loss", pn, vs.v[v].name), UBG_OK, "%s", ubg_ctx_error(ctxs[k]));
-        memset(pass ? dx : (void *)logp, 0xff, pass ? bytes : tok_bytes);
-        memset(lse, 0xff, pass ? 0 : tok_bytes);
-        const ubg_status s = pass ? ubg_grpo_loss_bwd(ctxs[k], dt, B, L, V, t, x, ids, lse0, dlogp, dx)
-                                  : ubg_grpo_loss_fwd(ctxs[k], dt, B, L, V, t, x, ids, logp, lse);
-        cr_assert_eq(s, UBG_OK, "%s: %s", vs.v[v].name, ubg_ctx_error(ctxs[k]));
-        if (ran == 0 && k == 0) {
-          if (!pass) {
-            close_to(logp, UBG_F32, logp_ref, toks, 1e-5, 1e-5, "logp", vs.v[v].name);
-            close_to(lse, UBG_F32, lse_ref, toks, 1e-5, 1e-5, "lse", vs.v[v].name);
-            memcpy(logp0, logp, tok_bytes), memcpy(lse0, lse, tok_bytes);
-            ref_slot ba[9] = {{.p = x},     {.p = ids}, {.p = lse0}, {.p = dlogp}, {0},
-                              {.i = B},     {.i = L},   {.i = V},    {.f = t}};
-            double *bo[9] = {NULL, NULL, NULL, NULL, dx_ref};
-            ref_find("grpo_loss", "bwd")->fn(ba, dt, bo);
-          } else {
-            close_to(dx, dt, dx_ref, n, tol_atol[dt], tol_rtol[dt], "dlogits", vs.v[v].name);
-            for (int64_t i = 0; i < n; i++) /* position seq and masked tokens: exact zeros */
-              if (dx_ref[i] == 0.0) cr_assert(ref_load(dx, i, dt) == 0.0, "dlogits[%lld] is not 0", (long long)i);
-            memcpy(dx0, dx, bytes);
-          }
-        } else if (!pass) {
-          cr_assert(!memcmp(logp, logp0, tok_bytes) && !memcmp(lse, lse0, tok_bytes),
-                    "%s (%d threads): logp or lse bits differ", vs.v[v].name, k + 1);
-        } else {
-          cr_assert(!memcmp(dx, dx0, bytes), "%s (%d threads): dlogits bits differ", vs.v[v].name, k + 1);
-        }
-      }
-      ran++;
-    }
-    cr_assert_gt(ran, 0, "no %s variant applies to vocab %lld", pn, (long long)V);
-    tc_free_variants(&vs);
-  }
-  /* dlogits over logits (Liger's inplace): the same bits */
-  cr_assert_eq(ubg_set_variant(ctxs[1], "grpo_loss", "bwd", NULL), UBG_OK);
-  memcpy(dx, x, bytes);
-  cr_assert_eq(ubg_grpo_loss_bwd(ctxs[1], dt, B, L, V, t, dx, ids, lse0, dlogp, dx), UBG_OK, "%s",
-               ubg_ctx_error(ctxs[1]));
-  cr_assert(!memcmp(dx, dx0, bytes), "dlogits over logits differs");
-  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
-  free(x), free(dlogp), free(ids), free(logp), free(lse), free(logp0), free(lse0), free(dx), free(dx0);
-  free(logp_ref), free(lse_ref), free(dx_ref);
+  const tc_out fwd_outs[2] = {{t.logp, tok_bytes}, {t.lse, tok_bytes}};
+  tc_sweep_variants("grpo_loss", "fwd", dt, V, run_fwd, check_fwd, &t, fwd_outs, 2, t.shape);
+  /* the backward takes the forward's lse, and its reference that lse */
+  memcpy(t.lse_in, t.lse, tok_bytes);
+  ref_slot ba[9] = {{.p = t.x}, {.p = t.ids}, {.p = t.lse_in}, {.p = t.dlogp}, {0},
+                    {.i = B},   {.i = L},     {.i = V},        {.f = temp}};
+  double *bo[9] = {NULL, NULL, NULL, NULL, t.dx_ref};
+  ref_find("grpo_loss", "bwd")->fn(ba, dt, bo);
+  tc_sweep_variants("grpo_loss", "bwd", dt, V, run_bwd, check_bwd, &t, &(tc_out){t.dx, bytes}, 1, t.shape);
+  /* dlogits over logits (Liger's inplace): the same bits as the sweep's */
+  void *dx0 = malloc(bytes ? bytes : 1);
+  memcpy(dx0, t.dx, bytes);
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 2);
+  memcpy(t.dx, t.x, bytes);
+  cr_assert_eq(ubg_grpo_loss_bwd(ctx, dt, B, L, V, temp, t.dx, t.ids, t.lse_in, t.dlogp, t.dx), UBG_OK, "%s",
+               ubg_ctx_error(ctx));
+  cr_assert(!memcmp(t.dx, dx0, bytes), "dlogits over logits differs");
+  ubg_ctx_destroy(ctx);
+  free(t.x), free(t.dlogp), free(t.ids), free(t.logp), free(t.lse), free(t.lse_in), free(t.dx), free(dx0);
+  free(t.logp_ref), free(t.lse_ref), free(t.dx_ref);
 }
 
 Test(grpo_loss, every_variant_against_the_reference, .timeout = 300 * TC_TIME_SCALE) {

@@ -45,63 +45,66 @@ static void *log_probs(int dt, int64_t R, int64_t D, uint64_t seed) {
   return t;
 }
 
+/* one case: the inputs (log_q, log_p: rows x cols; labels: rows or NULL),
+ * the outputs (loss: 1; dlog_q: rows x cols) and their references */
+typedef struct {
+  int dt;
+  const jsd_case *c;
+  void *lq, *lp, *dq;
+  int64_t *labels;
+  float loss;
+  double loss_ref, *dq_ref;
+  char shape[64];
+} jsd_state;
+
+static ubg_status run_fwd(ubg_ctx *ctx, void *state) {
+  jsd_state *t = state;
+  const jsd_case *c = t->c;
+  return ubg_jsd_fwd(ctx, t->dt, c->rows, c->cols, t->lq, t->lp, t->labels, c->beta, IGNORE, &t->loss, t->dq);
+}
+/* the loss within 1e-7 + 2e-6 |reference|, NaN failing */
+static void check_fwd(void *state, const char *variant) {
+  jsd_state *t = state;
+  cr_assert(fabs(t->loss - t->loss_ref) <= 1e-7 + 2e-6 * fabs(t->loss_ref), "%s %s: loss %.9g, reference %.9g",
+            variant, t->shape, t->loss, t->loss_ref);
+  tc_assert_close(t->dq, t->dt, t->dq_ref, t->c->rows * t->c->cols, atol_dq[t->dt], rtol_dq[t->dt], "%s %s: dlog_q",
+                  variant, t->shape);
+}
+
 static void sweep(int dt, const jsd_case *c) {
   const int64_t R = c->rows, D = c->cols, n = R * D;
   tc_skip_if_large(n, "rows x cols");
   const size_t bytes = (size_t)n * ref_dtype_bytes(dt);
-  void *lq = log_probs(dt, R, D, (uint64_t)n + 1), *lp = log_probs(dt, R, D, (uint64_t)n + 2);
-  int64_t *labels = NULL;
+  jsd_state t = {.dt = dt, .c = c};
+  snprintf(t.shape, sizeof t.shape, "%lldx%lld %s beta %g", (long long)R, (long long)D, ug_dtype_name(dt), c->beta);
+  t.lq = log_probs(dt, R, D, (uint64_t)n + 1), t.lp = log_probs(dt, R, D, (uint64_t)n + 2);
   if (c->labels) {
-    labels = malloc((size_t)R * sizeof *labels);
-    for (int64_t r = 0; r < R; r++) labels[r] = c->labels == 2 || r % 3 == 1 ? IGNORE : r % D;
+    t.labels = malloc((size_t)R * sizeof *t.labels);
+    for (int64_t r = 0; r < R; r++) t.labels[r] = c->labels == 2 || r % 3 == 1 ? IGNORE : r % D;
   }
-  void *dq = malloc(bytes), *dq0 = malloc(bytes);
-  double loss_ref, *dq_ref = malloc((size_t)n * sizeof(double));
-  ref_slot a[9] = {{.p = lq}, {.p = lp}, {.p = labels}, {0}, {0}, {.i = R}, {.i = D}, {.f = c->beta}, {.i = IGNORE}};
-  double *outs[9] = {NULL, NULL, NULL, &loss_ref, dq_ref};
+  t.dq = malloc(bytes), t.dq_ref = malloc((size_t)n * sizeof(double));
+  ref_slot a[9] = {{.p = t.lq}, {.p = t.lp}, {.p = t.labels}, {0},          {0},
+                   {.i = R},     {.i = D},     {.f = c->beta},   {.i = IGNORE}};
+  double *outs[9] = {NULL, NULL, NULL, &t.loss_ref, t.dq_ref};
   ref_find("jsd", "fwd")->fn(a, dt, outs);
-  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_AUTO, 2)};
-  tc_variants vs = tc_kernel_variants("jsd", "fwd", dt);
-  cr_assert_gt(vs.n, 0, "no jsd.fwd variant fits");
-  float loss0 = 0;
-  for (int v = 0; v < vs.n; v++) {
-    const char *name = vs.v[v].name;
-    for (int k = 0; k < 2; k++) {
-      float loss = -1;
-      cr_assert_eq(ubg_set_variant(ctxs[k], "jsd", "fwd", name), UBG_OK, "%s", ubg_ctx_error(ctxs[k]));
-      memset(dq, 0xff, bytes);
-      cr_assert_eq(ubg_jsd_fwd(ctxs[k], dt, R, D, lq, lp, labels, c->beta, IGNORE, &loss, dq), UBG_OK, "%s: %s", name,
-                   ubg_ctx_error(ctxs[k]));
-      if (v == 0 && k == 0) {
-        cr_assert(fabs(loss - loss_ref) <= 1e-7 + 2e-6 * fabs(loss_ref),
-                  "%s %lldx%lld beta %g: loss %.9g, reference %.9g", name, (long long)R, (long long)D, c->beta, loss,
-                  loss_ref);
-        double err;
-        const int64_t bad = ref_compare(dq, dt, dq_ref, n, atol_dq[dt], rtol_dq[dt], &err);
-        cr_assert(bad < 0, "%s %lldx%lld beta %g: dlog_q[%lld] = %.9g, reference %.9g", name, (long long)R,
-                  (long long)D, c->beta, (long long)bad, ref_load(dq, bad, dt), dq_ref[bad]);
-        loss0 = loss;
-        memcpy(dq0, dq, bytes);
-      } else {
-        cr_assert(!memcmp(&loss, &loss0, sizeof loss) && !memcmp(dq, dq0, bytes),
-                  "%s (%d threads) %lldx%lld: bits differ", name, k + 1, (long long)R, (long long)D);
-      }
-    }
-  }
-  /* without dlog_q the same loss; dlog_q over log_q the same bits */
+  const tc_out fwd_outs[2] = {{&t.loss, sizeof t.loss}, {t.dq, bytes}};
+  tc_sweep_variants("jsd", "fwd", dt, 0, run_fwd, check_fwd, &t, fwd_outs, 2, t.shape);
+  /* without dlog_q the same loss; dlog_q over log_q the same bits (as the sweep's) */
+  const float loss0 = t.loss;
+  void *dq0 = malloc(bytes);
+  memcpy(dq0, t.dq, bytes);
   float loss = -1;
-  cr_assert_eq(ubg_set_variant(ctxs[1], "jsd", "fwd", NULL), UBG_OK);
-  cr_assert_eq(ubg_jsd_fwd(ctxs[1], dt, R, D, lq, lp, labels, c->beta, IGNORE, &loss, NULL), UBG_OK, "%s",
-               ubg_ctx_error(ctxs[1]));
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 2);
+  cr_assert_eq(ubg_jsd_fwd(ctx, dt, R, D, t.lq, t.lp, t.labels, c->beta, IGNORE, &loss, NULL), UBG_OK, "%s",
+               ubg_ctx_error(ctx));
   cr_assert(!memcmp(&loss, &loss0, sizeof loss), "the loss without dlog_q differs");
-  memcpy(dq, lq, bytes);
-  cr_assert_eq(ubg_jsd_fwd(ctxs[1], dt, R, D, dq, lp, labels, c->beta, IGNORE, &loss, dq), UBG_OK, "%s",
-               ubg_ctx_error(ctxs[1]));
-  cr_assert(!memcmp(dq, dq0, bytes) && !memcmp(&loss, &loss0, sizeof loss), "dlog_q over log_q differs");
+  memcpy(t.dq, t.lq, bytes);
+  cr_assert_eq(ubg_jsd_fwd(ctx, dt, R, D, t.dq, t.lp, t.labels, c->beta, IGNORE, &loss, t.dq), UBG_OK, "%s",
+               ubg_ctx_error(ctx));
+  cr_assert(!memcmp(t.dq, dq0, bytes) && !memcmp(&loss, &loss0, sizeof loss), "dlog_q over log_q differs");
   if (c->labels == 2) cr_assert(loss0 == 0.0f, "every row ignored: loss %g, not 0", loss0);
-  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
-  tc_free_variants(&vs);
-  free(lq), free(lp), free(labels), free(dq), free(dq0), free(dq_ref);
+  ubg_ctx_destroy(ctx);
+  free(t.lq), free(t.lp), free(t.labels), free(t.dq), free(dq0), free(t.dq_ref);
 }
 
 Test(jsd, every_variant_against_the_reference, .timeout = 300 * TC_TIME_SCALE) {

@@ -28,13 +28,34 @@ static const int reductions[4] = {UBG_REDUCE_NONE, UBG_REDUCE_SUM, UBG_REDUCE_ME
 static const double atol_bwd[3] = {1e-6, 1e-3, 1e-2}, rtol_bwd[3] = {1e-5, 1e-3, 1e-2};
 static const float eps = 1e-10f;
 
-static void close_to(const void *got, int dt, const double *want, int64_t n, double atol, double rtol,
-                     const char *what, const char *name, const kl_case *c, int red, int log_target) {
-  double err;
-  int64_t bad = ref_compare(got, dt, want, n, atol, rtol, &err);
-  cr_assert(bad < 0, "%s %lldx%lld reduction %d log_target %d: %s[%lld] = %.9g, reference %.9g", name,
-            (long long)c->rows, (long long)c->cols, red, log_target, what, (long long)bad, ref_load(got, bad, dt),
-            want[bad]);
+/* one dtype, shape, reduction and log_target: the inputs (y_pred, y_true:
+ * rows x cols; g: the loss's shape), the outputs (loss: rows x cols for
+ * none, else 1, in f32; dy: rows x cols) and their references */
+typedef struct {
+  int dt, red, log_target;
+  int64_t R, D, nl;
+  void *y_pred, *y_true, *dy;
+  float *g, *loss;
+  double *loss_ref, *dy_ref;
+  char shape[96];
+} kl_state;
+
+static ubg_status run_fwd(ubg_ctx *ctx, void *state) {
+  kl_state *t = state;
+  return ubg_kl_div_fwd(ctx, t->dt, t->R, t->D, t->red, t->log_target, eps, t->y_pred, t->y_true, t->loss);
+}
+static ubg_status run_bwd(ubg_ctx *ctx, void *state) {
+  kl_state *t = state;
+  return ubg_kl_div_bwd(ctx, t->dt, t->R, t->D, t->red, t->log_target, t->y_true, t->g, t->dy);
+}
+static void check_fwd(void *state, const char *variant) {
+  kl_state *t = state;
+  tc_assert_close(t->loss, REF_F32, t->loss_ref, t->nl, 1e-5, 1e-5, "%s %s: loss", variant, t->shape);
+}
+static void check_bwd(void *state, const char *variant) {
+  kl_state *t = state;
+  tc_assert_close(t->dy, t->dt, t->dy_ref, t->R * t->D, atol_bwd[t->dt], rtol_bwd[t->dt], "%s %s: dy_pred", variant,
+                  t->shape);
 }
 
 /* one dtype, shape, reduction and log_target: every variant of both passes */
@@ -42,60 +63,33 @@ static void sweep(int dt, const kl_case *c, int red, int log_target) {
   const int64_t R = c->rows, D = c->cols, n = R * D, nl = red == NONE ? n : 1;
   tc_skip_if_large(n, "rows x cols");
   const size_t bytes = (size_t)n * ref_dtype_bytes(dt), lbytes = (size_t)nl * 4;
+  kl_state t = {.dt = dt, .red = red, .log_target = log_target, .R = R, .D = D, .nl = nl};
+  snprintf(t.shape, sizeof t.shape, "%lldx%lld %s reduction %d log_target %d", (long long)R, (long long)D,
+           ug_dtype_name(dt), red, log_target);
   /* y_pred about log(1 / 150), y_true about 0.5 with a sixth below 0 (the clamp to eps) */
-  void *y_pred = tc_tensor(dt, n, -5, 2, (uint64_t)(n + 1)), *y_true = tc_tensor(dt, n, 0.5, 0.5, 2);
-  float *g = tc_tensor(REF_F32, nl, 0, 1, 3), *loss = malloc(lbytes), *loss0 = malloc(lbytes);
-  if (red != NONE) g[0] = 0.75f;
-  void *dy = malloc(bytes), *dy0 = malloc(bytes);
-  double *loss_ref = malloc((size_t)nl * sizeof(double)), *dy_ref = malloc((size_t)(n ? n : 1) * sizeof(double));
-  ref_slot fa[8] = {{.p = y_pred}, {.p = y_true}, {0}, {.i = R}, {.i = D}, {.i = red}, {.i = log_target}, {.f = eps}};
-  double *fo[8] = {NULL, NULL, loss_ref};
+  t.y_pred = tc_tensor(dt, n, -5, 2, (uint64_t)(n + 1)), t.y_true = tc_tensor(dt, n, 0.5, 0.5, 2);
+  t.g = tc_tensor(REF_F32, nl, 0, 1, 3), t.loss = malloc(lbytes);
+  if (red != NONE) t.g[0] = 0.75f;
+  t.dy = malloc(bytes);
+  t.loss_ref = malloc((size_t)nl * sizeof(double)), t.dy_ref = malloc((size_t)(n ? n : 1) * sizeof(double));
+  ref_slot fa[8] = {{.p = t.y_pred}, {.p = t.y_true}, {0},          {.i = R},
+                    {.i = D},          {.i = red},        {.i = log_target}, {.f = eps}};
+  double *fo[8] = {NULL, NULL, t.loss_ref};
   ref_find("kl_div", "fwd")->fn(fa, dt, fo);
-  ref_slot ba[7] = {{.p = y_true}, {.p = g}, {0}, {.i = R}, {.i = D}, {.i = red}, {.i = log_target}};
-  double *bo[7] = {NULL, NULL, dy_ref};
+  ref_slot ba[7] = {{.p = t.y_true}, {.p = t.g}, {0}, {.i = R}, {.i = D}, {.i = red}, {.i = log_target}};
+  double *bo[7] = {NULL, NULL, t.dy_ref};
   ref_find("kl_div", "bwd")->fn(ba, dt, bo);
-  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_AUTO, 2)};
-  for (int pass = 0; pass < 2; pass++) {
-    const char *pn = pass ? "bwd" : "fwd";
-    tc_variants vs = tc_kernel_variants("kl_div", pn, dt);
-    for (int v = 0; v < vs.n; v++) {
-      const char *name = vs.v[v].name;
-      for (int k = 0; k < 2; k++) {
-        cr_assert_eq(ubg_set_variant(ctxs[k], "kl_div", pn, name), UBG_OK, "%s", ubg_ctx_error(ctxs[k]));
-        ubg_status s;
-        if (!pass) {
-          memset(loss, 0xff, lbytes);
-          s = ubg_kl_div_fwd(ctxs[k], dt, R, D, red, log_target, eps, y_pred, y_true, loss);
-        } else {
-          memset(dy, 0xff, bytes);
-          s = ubg_kl_div_bwd(ctxs[k], dt, R, D, red, log_target, y_true, g, dy);
-        }
-        cr_assert_eq(s, UBG_OK, "%s: %s", name, ubg_ctx_error(ctxs[k]));
-        if (v == 0 && k == 0) {
-          if (!pass) {
-            close_to(loss, REF_F32, loss_ref, nl, 1e-5, 1e-5, "loss", name, c, red, log_target);
-            memcpy(loss0, loss, lbytes);
-          } else {
-            close_to(dy, dt, dy_ref, n, atol_bwd[dt], rtol_bwd[dt], "dy_pred", name, c, red, log_target);
-            memcpy(dy0, dy, bytes);
-          }
-        } else {
-          cr_assert(pass ? !memcmp(dy, dy0, bytes) : !memcmp(loss, loss0, lbytes),
-                    "%s (%d threads) %lldx%lld reduction %d: bits differ", name, k + 1, (long long)R, (long long)D,
-                    red);
-        }
-      }
-    }
-    cr_assert_gt(vs.n, 0, "no %s variant", pn);
-    tc_free_variants(&vs);
-  }
-  /* dy_pred over y_true: the same bits */
-  cr_assert_eq(ubg_set_variant(ctxs[1], "kl_div", "bwd", NULL), UBG_OK);
-  memcpy(dy, y_true, bytes);
-  cr_assert_eq(ubg_kl_div_bwd(ctxs[1], dt, R, D, red, log_target, dy, g, dy), UBG_OK, "%s", ubg_ctx_error(ctxs[1]));
-  cr_assert(!memcmp(dy, dy0, bytes), "dy_pred over y_true differs");
-  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
-  free(y_pred), free(y_true), free(g), free(loss), free(loss0), free(dy), free(dy0), free(loss_ref), free(dy_ref);
+  tc_sweep_variants("kl_div", "fwd", dt, 0, run_fwd, check_fwd, &t, &(tc_out){t.loss, lbytes}, 1, t.shape);
+  tc_sweep_variants("kl_div", "bwd", dt, 0, run_bwd, check_bwd, &t, &(tc_out){t.dy, bytes}, 1, t.shape);
+  /* dy_pred over y_true: the same bits as the sweep's */
+  void *dy0 = malloc(bytes ? bytes : 1);
+  memcpy(dy0, t.dy, bytes);
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 2);
+  memcpy(t.dy, t.y_true, bytes);
+  cr_assert_eq(ubg_kl_div_bwd(ctx, dt, R, D, red, log_target, t.dy, t.g, t.dy), UBG_OK, "%s", ubg_ctx_error(ctx));
+  cr_assert(!memcmp(t.dy, dy0, bytes), "dy_pred over y_true differs");
+  ubg_ctx_destroy(ctx);
+  free(t.y_pred), free(t.y_true), free(t.g), free(t.loss), free(t.dy), free(dy0), free(t.loss_ref), free(t.dy_ref);
 }
 
 /* two reductions a shape, c % 4 and (c + 2) % 4, and log_target (c / 2) % 2:

@@ -22,91 +22,92 @@ static const ln_case cases[] = {{1, 1}, {7, 3}, {5, 123}, {40, 1024}, {2, 4097},
 static const double tol_atol[3] = {1e-4, 1e-2, 2e-2}, tol_rtol[3] = {1e-5, 1e-2, 2e-2};
 static const float EPS = 1e-5f;
 
-static void close_to(const void *got, int dt, const double *want, int64_t n, const char *what, const char *name,
-                     const ln_case *c) {
-  double err;
-  int64_t bad = ref_compare(got, dt, want, n, tol_atol[dt], tol_rtol[dt], &err);
-  cr_assert(bad < 0, "%s %lldx%lld %s: %s[%lld] = %.9g, reference %.9g", name, (long long)c->rows, (long long)c->cols,
-            ug_dtype_name(dt), what, (long long)bad, ref_load(got, bad, dt), want[bad]);
+/* one case: the inputs (x, dy: rows x cols; w, b: cols; the
+ * backward's mean_in, rstd_in: the forward's mean and rstd), the outputs
+ * (y, dx: as x; mean, rstd: rows, f32; dw, db: cols) and their references */
+typedef struct {
+  int dt;
+  const ln_case *c;
+  void *x, *w, *b, *dy, *y, *dx, *dw, *db;
+  float *mean, *rstd, *mean_in, *rstd_in;
+  double *y_ref, *mean_ref, *rstd_ref, *dx_ref, *dw_ref, *db_ref;
+  char shape[80];
+} ln_state;
+
+static ubg_status run_fwd(ubg_ctx *ctx, void *state) {
+  ln_state *t = state;
+  const ln_case *c = t->c;
+  return ubg_layer_norm_fwd(ctx, t->dt, c->rows, c->cols, t->x, t->w, t->b, EPS, t->y, t->mean, t->rstd);
+}
+static ubg_status run_bwd(ubg_ctx *ctx, void *state) {
+  ln_state *t = state;
+  const ln_case *c = t->c;
+  return ubg_layer_norm_bwd(ctx, t->dt, c->rows, c->cols, t->dy, t->x, t->w, t->mean_in, t->rstd_in, t->dx, t->dw,
+                            t->db);
+}
+/* y at the dtype's tolerance, mean and rstd (f32) at f32's */
+static void check_fwd(void *state, const char *variant) {
+  ln_state *t = state;
+  const ln_case *c = t->c;
+  const int dt = t->dt;
+  const int64_t R = c->rows;
+  tc_assert_close(t->y, dt, t->y_ref, R * c->cols, tol_atol[dt], tol_rtol[dt], "%s %s: y", variant, t->shape);
+  tc_assert_close(t->mean, UBG_F32, t->mean_ref, R, tol_atol[UBG_F32], tol_rtol[UBG_F32], "%s %s: mean", variant,
+                  t->shape);
+  tc_assert_close(t->rstd, UBG_F32, t->rstd_ref, R, tol_atol[UBG_F32], tol_rtol[UBG_F32], "%s %s: rstd", variant,
+                  t->shape);
+}
+static void check_bwd(void *state, const char *variant) {
+  ln_state *t = state;
+  const ln_case *c = t->c;
+  const int dt = t->dt;
+  const int64_t n = c->rows * c->cols;
+  tc_assert_close(t->dx, dt, t->dx_ref, n, tol_atol[dt], tol_rtol[dt], "%s %s: dx", variant, t->shape);
+  tc_assert_close(t->dw, dt, t->dw_ref, c->cols, tol_atol[dt], tol_rtol[dt], "%s %s: dw", variant, t->shape);
+  tc_assert_close(t->db, dt, t->db_ref, c->cols, tol_atol[dt], tol_rtol[dt], "%s %s: db", variant, t->shape);
 }
 
 static void sweep(int dt, const ln_case *c) {
   const int64_t R = c->rows, D = c->cols, n = R * D;
   tc_skip_if_large(n, "rows x cols");
-  const size_t es = ref_dtype_bytes(dt), bytes = (size_t)n * es;
-  void *x = tc_tensor(dt, n, 0.5, 2, (uint64_t)(n + 1)), *w = tc_tensor(dt, D, 1, 0.5, 2), *b = tc_tensor(dt, D, 0, 1, 3);
-  void *dy = tc_tensor(dt, n, 0, 1, 4);
-  /* the reference's forward, and its backward from the kernel's mean and rstd */
-  double *y_ref = malloc((size_t)(n + 1) * sizeof(double)), *mean_ref = malloc((size_t)(R + 1) * sizeof(double));
-  double *rstd_ref = malloc((size_t)(R + 1) * sizeof(double));
-  ref_slot fa[9] = {{.p = x}, {.p = w}, {.p = b}, {0}, {0}, {0}, {.i = R}, {.i = D}, {.f = EPS}};
+  const size_t es = ref_dtype_bytes(dt), bytes = (size_t)n * es, wbytes = (size_t)D * es, rbytes = (size_t)R * 4;
+  ln_state t = {.dt = dt, .c = c};
+  snprintf(t.shape, sizeof t.shape, "%lldx%lld %s", (long long)R, (long long)D, ug_dtype_name(dt));
+  t.x = tc_tensor(dt, n, 0.5, 2, (uint64_t)(n + 1)), t.w = tc_tensor(dt, D, 1, 0.5, 2), t.b = tc_tensor(dt, D, 0, 1, 3);
+  t.dy = tc_tensor(dt, n, 0, 1, 4);
+  t.y_ref = malloc((size_t)(n + 1) * sizeof(double)), t.mean_ref = malloc((size_t)(R + 1) * sizeof(double));
+  t.rstd_ref = malloc((size_t)(R + 1) * sizeof(double)), t.dx_ref = malloc((size_t)(n + 1) * sizeof(double));
+  t.dw_ref = malloc((size_t)D * sizeof(double)), t.db_ref = malloc((size_t)D * sizeof(double));
+  ref_slot fa[9] = {{.p = t.x}, {.p = t.w}, {.p = t.b}, {0}, {0}, {0}, {.i = R}, {.i = D}, {.f = EPS}};
   double *fo[9] = {0};
-  fo[3] = y_ref, fo[4] = mean_ref, fo[5] = rstd_ref;
+  fo[3] = t.y_ref, fo[4] = t.mean_ref, fo[5] = t.rstd_ref;
   ref_find("layer_norm", "fwd")->fn(fa, dt, fo);
-  void *y = malloc(bytes + 1), *y0 = malloc(bytes + 1), *dx = malloc(bytes + 1), *dx0 = malloc(bytes + 1);
-  float *mean = malloc((size_t)(R + 1) * 4), *rstd = malloc((size_t)(R + 1) * 4);
-  float *mean0 = malloc((size_t)(R + 1) * 4), *rstd0 = malloc((size_t)(R + 1) * 4);
-  void *dw = malloc((size_t)D * es), *db = malloc((size_t)D * es), *dw0 = malloc((size_t)D * es), *db0 = malloc((size_t)D * es);
-  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_AUTO, 2)};
-  for (int pass = 0; pass < 2; pass++) {
-    const char *pn = pass ? "bwd" : "fwd";
-    tc_variants vs = tc_kernel_variants("layer_norm", pn, dt);
-    int ran = 0;
-    for (int v = 0; v < vs.n; v++) {
-      if (!tc_applies(&vs.v[v], D)) continue;
-      for (int k = 0; k < 2; k++) {
-        ubg_ctx *ctx = ctxs[k];
-        cr_assert_eq(ubg_set_variant(ctx, "layer_norm", pn, vs.v[v].name), UBG_OK, "%s", ubg_ctx_error(ctx));
-        ubg_status s;
-        if (!pass) {
-          memset(y, 0xff, bytes), memset(mean, 0xff, (size_t)R * 4), memset(rstd, 0xff, (size_t)R * 4);
-          s = ubg_layer_norm_fwd(ctx, dt, R, D, x, w, b, EPS, y, mean, rstd);
-        } else {
-          memset(dx, 0xff, bytes), memset(dw, 0xff, (size_t)D * es), memset(db, 0xff, (size_t)D * es);
-          s = ubg_layer_norm_bwd(ctx, dt, R, D, dy, x, w, mean0, rstd0, dx, dw, db);
-        }
-        cr_assert_eq(s, UBG_OK, "%s: %s", vs.v[v].name, ubg_ctx_error(ctx));
-        if (ran == 0 && k == 0) {
-          if (!pass) {
-            close_to(y, dt, y_ref, n, "y", vs.v[v].name, c);
-            close_to(mean, 0, mean_ref, R, "mean", vs.v[v].name, c);
-            close_to(rstd, 0, rstd_ref, R, "rstd", vs.v[v].name, c);
-            memcpy(y0, y, bytes), memcpy(mean0, mean, (size_t)R * 4), memcpy(rstd0, rstd, (size_t)R * 4);
-          } else {
-            double *dx_ref = malloc((size_t)(n + 1) * sizeof(double));
-            double *dw_ref = malloc((size_t)D * sizeof(double)), *db_ref = malloc((size_t)D * sizeof(double));
-            ref_slot ba[10] = {{.p = dy}, {.p = x}, {.p = w}, {.p = mean0}, {.p = rstd0}, {0}, {0}, {0}, {.i = R}, {.i = D}};
-            double *bo[10] = {0};
-            bo[5] = dx_ref, bo[6] = dw_ref, bo[7] = db_ref;
-            ref_find("layer_norm", "bwd")->fn(ba, dt, bo);
-            close_to(dx, dt, dx_ref, n, "dx", vs.v[v].name, c);
-            close_to(dw, dt, dw_ref, D, "dw", vs.v[v].name, c);
-            close_to(db, dt, db_ref, D, "db", vs.v[v].name, c);
-            free(dx_ref), free(dw_ref), free(db_ref);
-            memcpy(dx0, dx, bytes), memcpy(dw0, dw, (size_t)D * es), memcpy(db0, db, (size_t)D * es);
-          }
-        } else if (!pass) {
-          cr_assert(!memcmp(y, y0, bytes) && !memcmp(mean, mean0, (size_t)R * 4) && !memcmp(rstd, rstd0, (size_t)R * 4),
-                    "%s (%d threads) %lldx%lld: forward bits differ", vs.v[v].name, k + 1, (long long)R, (long long)D);
-        } else {
-          cr_assert(!memcmp(dx, dx0, bytes) && !memcmp(dw, dw0, (size_t)D * es) && !memcmp(db, db0, (size_t)D * es),
-                    "%s (%d threads) %lldx%lld: backward bits differ", vs.v[v].name, k + 1, (long long)R, (long long)D);
-        }
-      }
-      ran++;
-    }
-    cr_assert_gt(ran, 0, "no %s variant applies to %lldx%lld", pn, (long long)R, (long long)D);
-    tc_free_variants(&vs);
-  }
-  /* dx over dy: the same bits */
-  memcpy(dx, dy, bytes);
-  cr_assert_eq(ubg_set_variant(ctxs[1], "layer_norm", "bwd", NULL), UBG_OK);
-  cr_assert_eq(ubg_layer_norm_bwd(ctxs[1], dt, R, D, dx, x, w, mean0, rstd0, dx, dw, db), UBG_OK, "%s",
-               ubg_ctx_error(ctxs[1]));
-  cr_assert(!memcmp(dx, dx0, bytes), "dx over dy differs");
-  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
-  free(x), free(w), free(b), free(dy), free(y_ref), free(mean_ref), free(rstd_ref), free(y), free(y0), free(dx);
-  free(dx0), free(mean), free(rstd), free(mean0), free(rstd0), free(dw), free(db), free(dw0), free(db0);
+  t.y = malloc(bytes + 1), t.dx = malloc(bytes + 1), t.dw = malloc(wbytes), t.db = malloc(wbytes);
+  t.mean = malloc((size_t)(R + 1) * 4), t.rstd = malloc((size_t)(R + 1) * 4);
+  t.mean_in = malloc((size_t)(R + 1) * 4), t.rstd_in = malloc((size_t)(R + 1) * 4);
+  const tc_out fwd_outs[3] = {{t.y, bytes}, {t.mean, rbytes}, {t.rstd, rbytes}};
+  tc_sweep_variants("layer_norm", "fwd", dt, D, run_fwd, check_fwd, &t, fwd_outs, 3, t.shape);
+  /* the backward takes the kernel's mean and rstd, and its reference them */
+  memcpy(t.mean_in, t.mean, rbytes), memcpy(t.rstd_in, t.rstd, rbytes);
+  ref_slot ba[10] = {{.p = t.dy}, {.p = t.x}, {.p = t.w}, {.p = t.mean_in}, {.p = t.rstd_in},
+                     {0},         {0},        {0},        {.i = R},         {.i = D}};
+  double *bo[10] = {0};
+  bo[5] = t.dx_ref, bo[6] = t.dw_ref, bo[7] = t.db_ref;
+  ref_find("layer_norm", "bwd")->fn(ba, dt, bo);
+  const tc_out bwd_outs[3] = {{t.dx, bytes}, {t.dw, wbytes}, {t.db, wbytes}};
+  tc_sweep_variants("layer_norm", "bwd", dt, D, run_bwd, check_bwd, &t, bwd_outs, 3, t.shape);
+  void *dx0 = malloc(bytes + 1);
+  memcpy(dx0, t.dx, bytes);
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 2);
+  /* dx over dy: the same bits as the sweep's */
+  memcpy(t.dx, t.dy, bytes);
+  cr_assert_eq(ubg_layer_norm_bwd(ctx, dt, R, D, t.dx, t.x, t.w, t.mean_in, t.rstd_in, t.dx, t.dw, t.db), UBG_OK, "%s",
+               ubg_ctx_error(ctx));
+  cr_assert(!memcmp(t.dx, dx0, bytes), "dx over dy differs");
+  ubg_ctx_destroy(ctx);
+  free(t.x), free(t.w), free(t.b), free(t.dy), free(t.y_ref), free(t.mean_ref), free(t.rstd_ref), free(t.dx_ref);
+  free(t.dw_ref), free(t.db_ref), free(t.y), free(t.dx), free(t.dw), free(t.db), free(t.mean), free(t.rstd);
+  free(t.mean_in), free(t.rstd_in), free(dx0);
 }
 
 Test(layer_norm, every_variant_against_the_reference, .timeout = 300 * TC_TIME_SCALE) {

@@ -34,62 +34,62 @@ static ubg_status run(ubg_ctx *ctx, int bwd, int dt, const rope_case *c, void *c
                                                            t[2], t[3], t[4]);
 }
 
+/* one pass at one dtype and shape: its tensors t (the inputs, then the
+ * outputs q and k, as run takes them), their sizes n and the references of
+ * the outputs */
+typedef struct {
+  int bwd, dt;
+  const rope_case *c;
+  int64_t n[5];
+  void *t[5];
+  double *want[2];
+} rope_state;
+
+static ubg_status run_pass(ubg_ctx *ctx, void *state) {
+  rope_state *s = state;
+  return run(ctx, s->bwd, s->dt, s->c, s->t);
+}
+static void check_pass(void *state, const char *variant) {
+  rope_state *s = state;
+  for (int o = 0; o < 2; o++)
+    tc_assert_close(s->t[3 + o], s->dt, s->want[o], s->n[3 + o], tol_atol[s->dt], tol_rtol[s->dt], "%s d=%lld %s",
+                    variant, (long long)s->c->d, o ? "k" : "q");
+}
+
 /* one pass at one dtype and shape: every variant against the reference and
  * the first variant's bits, 2 threads against 1 */
 static void sweep(int bwd, int dt, const rope_case *c) {
   const int64_t bt = c->batch * c->seq, rows = c->per_token ? bt : c->seq;
   const int64_t n[5] = {bt * c->hq * c->d, bt * c->hk * c->d, rows * c->d, bt * c->hq * c->d, bt * c->hk * c->d};
   const size_t es = ref_dtype_bytes(dt);
-  void *t[5], *first[2];
-  for (int i = 0; i < 3; i++) t[i] = tc_tensor(i == 2 ? UBG_F32 : dt, n[i], 0, 1, (uint64_t)(n[i] * 5 + i + 11 * dt));
-  double *want[2];
+  rope_state s = {.bwd = bwd, .dt = dt, .c = c};
+  memcpy(s.n, n, sizeof n);
+  for (int i = 0; i < 3; i++)
+    s.t[i] = tc_tensor(i == 2 ? UBG_F32 : dt, n[i], 0, 1, (uint64_t)(n[i] * 5 + i + 11 * dt));
   ref_slot a[11] = {{0}};
   double *outs[11] = {0};
-  for (int i = 0; i < 3; i++) a[i].p = t[i];
+  for (int i = 0; i < 3; i++) a[i].p = s.t[i];
   for (int o = 0; o < 2; o++) {
-    want[o] = outs[3 + o] = malloc((size_t)(n[3 + o] + 1) * sizeof(double));
-    t[3 + o] = malloc((size_t)n[3 + o] * es + 1), first[o] = malloc((size_t)n[3 + o] * es + 1);
+    s.want[o] = outs[3 + o] = malloc((size_t)(n[3 + o] + 1) * sizeof(double));
+    s.t[3 + o] = malloc((size_t)n[3 + o] * es + 1);
   }
   a[5].i = bt, a[6].i = c->seq, a[7].i = rows, a[8].i = c->hq, a[9].i = c->hk, a[10].i = c->d;
   const char *pass = bwd ? "bwd" : "fwd";
   ref_find("llama4_rope", pass)->fn(a, dt, outs);
-  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_AUTO, 2)};
-  tc_variants vs = tc_kernel_variants("llama4_rope", pass, dt);
-  int ran = 0;
-  for (int v = 0; v < vs.n; v++) {
-    if (!vs.v[v].pt.tiled && 2 * tc_block_d(&vs.v[v]) < c->d) continue;
-    for (int k = 0; k < 2; k++) {
-      cr_assert_eq(ubg_set_variant(ctxs[k], "llama4_rope", pass, vs.v[v].name), UBG_OK, "%s",
-                   ubg_ctx_error(ctxs[k]));
-      for (int o = 0; o < 2; o++) memset(t[3 + o], 0xff, (size_t)n[3 + o] * es);
-      cr_assert_eq(run(ctxs[k], bwd, dt, c, t), UBG_OK, "%s: %s", vs.v[v].name, ubg_ctx_error(ctxs[k]));
-      for (int o = 0; o < 2; o++) {
-        const size_t bytes = (size_t)n[3 + o] * es;
-        if (ran == 0 && k == 0) {
-          double err;
-          const int64_t bad = ref_compare(t[3 + o], dt, want[o], n[3 + o], tol_atol[dt], tol_rtol[dt], &err);
-          cr_assert(bad < 0, "%s d=%lld %s[%lld] = %.9g, reference %.9g", vs.v[v].name, (long long)c->d,
-                    o ? "k" : "q", (long long)bad, ref_load(t[3 + o], bad, dt), want[o][bad]);
-          memcpy(first[o], t[3 + o], bytes);
-        } else {
-          cr_assert(!memcmp(first[o], t[3 + o], bytes), "%s (%d threads) d=%lld: %s differs from %s's bits",
-                    vs.v[v].name, k + 1, (long long)c->d, o ? "k" : "q", vs.v[0].name);
-        }
-      }
-    }
-    ran++;
-  }
-  cr_assert_gt(ran, 0, "no llama4_rope.%s variant applies to d = %lld", pass, (long long)c->d);
-  /* over the inputs: the same bits */
-  cr_assert_eq(ubg_set_variant(ctxs[1], "llama4_rope", pass, NULL), UBG_OK);
-  void *over[5] = {t[0], t[1], t[2], t[0], t[1]};
-  cr_assert_eq(run(ctxs[1], bwd, dt, c, over), UBG_OK, "%s", ubg_ctx_error(ctxs[1]));
-  cr_assert(!memcmp(t[0], first[0], (size_t)n[0] * es) && !memcmp(t[1], first[1], (size_t)n[1] * es),
+  char shape[32];
+  snprintf(shape, sizeof shape, "d=%lld %s", (long long)c->d, ug_dtype_name(dt));
+  /* BLOCK_D holds half a head: a whole-row variant needs 2 BLOCK_D >= d */
+  const tc_out out[2] = {{s.t[3], (size_t)n[3] * es}, {s.t[4], (size_t)n[4] * es}};
+  tc_sweep_variants("llama4_rope", pass, dt, (c->d + 1) / 2, run_pass, check_pass, &s, out, 2, shape);
+  /* over the inputs: the same bits as the sweep's */
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 2);
+  void *over[5] = {s.t[0], s.t[1], s.t[2], s.t[0], s.t[1]};
+  cr_assert_eq(run(ctx, bwd, dt, c, over), UBG_OK, "%s", ubg_ctx_error(ctx));
+  cr_assert(!memcmp(s.t[0], s.t[3], (size_t)n[0] * es) && !memcmp(s.t[1], s.t[4], (size_t)n[1] * es),
             "llama4_rope.%s %s d=%lld: outputs over their inputs differ", pass, ug_dtype_name(dt), (long long)c->d);
-  tc_free_variants(&vs);
-  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
-  for (int i = 0; i < 5; i++) free(t[i]);
-  for (int o = 0; o < 2; o++) free(want[o]), free(first[o]);
+  ubg_ctx_destroy(ctx);
+  for (int i = 0; i < 5; i++) free(s.t[i]);
+  for (int o = 0; o < 2; o++) free(s.want[o]);
 }
 
 Test(llama4_rope, fwd_every_variant_against_the_reference, .timeout = 300 * TC_TIME_SCALE) {

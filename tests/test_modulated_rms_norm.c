@@ -32,35 +32,51 @@ static const mrms_case cases[] = {
 };
 static const double tol_abs[3] = {1e-4, 1e-2, 1e-1}, tol_rel[3] = {1e-5, 1e-2, 2e-2};
 
-static void close_to(const void *got, int dt, const double *want, int64_t n, const char *what, const char *name,
-                     const mrms_case *c) {
-  double err;
-  int64_t bad = ref_compare(got, dt, want, n, tol_abs[dt], tol_rel[dt], &err);
-  cr_assert(bad < 0, "%s %lldx%lld mod_rows %lld casting %d %s: %s[%lld] = %.9g, reference %.9g", name,
-            (long long)c->rows, (long long)c->cols, (long long)c->mod_rows, c->casting, ug_dtype_name(dt), what,
-            (long long)bad, ref_load(got, bad, dt), want[bad]);
-}
-
-static void close_to_f32(const float *got, const double *want, int64_t n, const char *name, const mrms_case *c) {
-  for (int64_t i = 0; i < n; i++)
-    cr_assert(fabs(got[i] - want[i]) <= 1e-5 * fabs(want[i]), "%s %lldx%lld: rstd[%lld] = %.9g, reference %.9g",
-              name, (long long)c->rows, (long long)c->cols, (long long)i, got[i], want[i]);
-}
-
-/* the outputs of one call, forward and backward */
+/* one case: the inputs (x, dy: rows x cols; w: cols or NULL; scale, shift:
+ * mod_rows x cols, shift NULL for none; the backward's rstd_in: the
+ * forward's rstd), the outputs (y, dx: rows x cols; rstd: rows, f32; dw:
+ * cols; dscale, dshift: mod_rows x cols; dw and dshift NULL where w and
+ * shift are) and their references */
 typedef struct {
+  int dt;
+  const mrms_case *c;
+  float eps, offset;
+  void *x, *dy, *w, *scale, *shift;
   void *y, *dx, *dw, *dscale, *dshift;
-  float *rstd;
-} mrms_out;
+  float *rstd, *rstd_in;
+  double *y_ref, *rstd_ref, *dx_ref, *dw_ref, *ds_ref, *dh_ref;
+  char shape[80];
+} mrms_state;
 
-static mrms_out out_alloc(size_t bytes, size_t w_bytes, size_t mod_bytes, size_t rstd_bytes) {
-  mrms_out o = {malloc(bytes + 1), malloc(bytes + 1), malloc(w_bytes), malloc(mod_bytes), malloc(mod_bytes),
-                malloc(rstd_bytes + 1)};
-  return o;
+static ubg_status run_fwd(ubg_ctx *ctx, void *state) {
+  mrms_state *t = state;
+  const mrms_case *c = t->c;
+  return ubg_modulated_rms_norm_fwd(ctx, t->dt, c->rows, c->cols, c->mod_rows, t->x, t->w, t->scale, t->shift, t->eps,
+                                    t->offset, c->casting, t->y, t->rstd);
 }
-
-static void out_free(mrms_out *o) {
-  free(o->y), free(o->dx), free(o->dw), free(o->dscale), free(o->dshift), free(o->rstd);
+static ubg_status run_bwd(ubg_ctx *ctx, void *state) {
+  mrms_state *t = state;
+  const mrms_case *c = t->c;
+  return ubg_modulated_rms_norm_bwd(ctx, t->dt, c->rows, c->cols, c->mod_rows, t->dy, t->x, t->w, t->scale,
+                                    t->rstd_in, t->offset, c->casting, t->dx, t->dw, t->dscale, t->dshift);
+}
+/* y at the dtype's tolerance, rstd within 1e-5 relative */
+static void check_fwd(void *state, const char *variant) {
+  mrms_state *t = state;
+  const int dt = t->dt;
+  tc_assert_close(t->y, dt, t->y_ref, t->c->rows * t->c->cols, tol_abs[dt], tol_rel[dt], "%s %s: y", variant,
+                  t->shape);
+  tc_assert_close(t->rstd, UBG_F32, t->rstd_ref, t->c->rows, 0, 1e-5, "%s %s: rstd", variant, t->shape);
+}
+static void check_bwd(void *state, const char *variant) {
+  mrms_state *t = state;
+  const int dt = t->dt;
+  const int64_t D = t->c->cols, MD = t->c->mod_rows * D;
+  tc_assert_close(t->dx, dt, t->dx_ref, t->c->rows * D, tol_abs[dt], tol_rel[dt], "%s %s: dx", variant, t->shape);
+  if (t->dw) tc_assert_close(t->dw, dt, t->dw_ref, D, tol_abs[dt], tol_rel[dt], "%s %s: dw", variant, t->shape);
+  tc_assert_close(t->dscale, dt, t->ds_ref, MD, tol_abs[dt], tol_rel[dt], "%s %s: dscale", variant, t->shape);
+  if (t->dshift)
+    tc_assert_close(t->dshift, dt, t->dh_ref, MD, tol_abs[dt], tol_rel[dt], "%s %s: dshift", variant, t->shape);
 }
 
 static void sweep(int dt, const mrms_case *c) {
@@ -68,96 +84,57 @@ static void sweep(int dt, const mrms_case *c) {
   tc_skip_if_large(n, "rows x cols");
   const size_t es = ref_dtype_bytes(dt), bytes = (size_t)n * es, w_bytes = (size_t)D * es;
   const size_t mod_bytes = (size_t)(M * D) * es, rstd_bytes = (size_t)R * sizeof(float);
-  const float eps = 1e-6f, offset = c->casting == UBG_CAST_GEMMA ? 1.0f : 0.0f;
-  void *x = tc_tensor(dt, n, 0, 1, (uint64_t)(n + 1)), *dy = tc_tensor(dt, n, 0, 1, 5);
-  void *w = c->with_w ? tc_tensor(dt, D, c->casting == UBG_CAST_GEMMA ? 0 : 1, 0.5, 2) : NULL;
-  void *scale = tc_tensor(dt, M * D, 0, 0.1, 3), *shift = c->with_shift ? tc_tensor(dt, M * D, 0, 0.1, 4) : NULL;
-  double *y_ref = malloc((size_t)n * sizeof(double)), *rstd_ref = malloc((size_t)R * sizeof(double));
-  double *dx_ref = malloc((size_t)n * sizeof(double)), *dw_ref = malloc((size_t)D * sizeof(double));
-  double *ds_ref = malloc((size_t)(M * D) * sizeof(double)), *dh_ref = malloc((size_t)(M * D) * sizeof(double));
-  mrms_out got = out_alloc(bytes, w_bytes, mod_bytes, rstd_bytes);
-  mrms_out first = out_alloc(bytes, w_bytes, mod_bytes, rstd_bytes);
-  void *dw = c->with_w ? got.dw : NULL, *dshift = c->with_shift ? got.dshift : NULL;
-  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_AUTO, 2)};
-  ref_slot fa[12] = {{.p = x}, {.p = w}, {.p = scale}, {.p = shift}, {0}, {0},
-                     {.i = R}, {.i = D}, {.i = M}, {.f = eps}, {.f = offset}, {.i = c->casting}};
+  mrms_state t = {.dt = dt, .c = c, .eps = 1e-6f, .offset = c->casting == UBG_CAST_GEMMA ? 1.0f : 0.0f};
+  snprintf(t.shape, sizeof t.shape, "%lldx%lld mod_rows %lld casting %d %s", (long long)R, (long long)D,
+           (long long)M, c->casting, ug_dtype_name(dt));
+  t.x = tc_tensor(dt, n, 0, 1, (uint64_t)(n + 1)), t.dy = tc_tensor(dt, n, 0, 1, 5);
+  t.w = c->with_w ? tc_tensor(dt, D, c->casting == UBG_CAST_GEMMA ? 0 : 1, 0.5, 2) : NULL;
+  t.scale = tc_tensor(dt, M * D, 0, 0.1, 3), t.shift = c->with_shift ? tc_tensor(dt, M * D, 0, 0.1, 4) : NULL;
+  t.y_ref = malloc((size_t)n * sizeof(double)), t.rstd_ref = malloc((size_t)R * sizeof(double));
+  t.dx_ref = malloc((size_t)n * sizeof(double)), t.dw_ref = malloc((size_t)D * sizeof(double));
+  t.ds_ref = malloc((size_t)(M * D) * sizeof(double)), t.dh_ref = malloc((size_t)(M * D) * sizeof(double));
+  t.y = malloc(bytes + 1), t.dx = malloc(bytes + 1), t.dscale = malloc(mod_bytes);
+  t.dw = c->with_w ? malloc(w_bytes) : NULL, t.dshift = c->with_shift ? malloc(mod_bytes) : NULL;
+  t.rstd = malloc(rstd_bytes + 1), t.rstd_in = malloc(rstd_bytes + 1);
+  ref_slot fa[12] = {{.p = t.x}, {.p = t.w}, {.p = t.scale}, {.p = t.shift}, {0},          {0},
+                     {.i = R},   {.i = D},   {.i = M},       {.f = t.eps},   {.f = t.offset}, {.i = c->casting}};
   double *fo[12] = {0};
-  fo[4] = y_ref, fo[5] = rstd_ref;
+  fo[4] = t.y_ref, fo[5] = t.rstd_ref;
   ref_find("modulated_rms_norm", "fwd")->fn(fa, dt, fo);
-  for (int pass = 0; pass < 2; pass++) {
-    const char *pn = pass ? "bwd" : "fwd";
-    tc_variants vs = tc_kernel_variants("modulated_rms_norm", pn, dt);
-    int ran = 0;
-    if (pass) { /* the backward's reference from the forward's rstd */
-      ref_slot ba[14] = {{.p = dy}, {.p = x}, {.p = w}, {.p = scale}, {.p = first.rstd}, {0}, {0}, {0}, {0},
-                         {.i = R},  {.i = D}, {.i = M}, {.f = offset},  {.i = c->casting}};
-      double *bo[14] = {0};
-      bo[5] = dx_ref, bo[6] = c->with_w ? dw_ref : NULL, bo[7] = ds_ref, bo[8] = c->with_shift ? dh_ref : NULL;
-      ref_find("modulated_rms_norm", "bwd")->fn(ba, dt, bo);
-    }
-    for (int v = 0; v < vs.n; v++) {
-      if (!tc_applies(&vs.v[v], D)) continue;
-      const char *name = vs.v[v].name;
-      for (int k = 0; k < 2; k++) {
-        ubg_ctx *ctx = ctxs[k];
-        cr_assert_eq(ubg_set_variant(ctx, "modulated_rms_norm", pn, name), UBG_OK, "%s", ubg_ctx_error(ctx));
-        ubg_status s;
-        if (!pass) {
-          memset(got.y, 0xff, bytes), memset(got.rstd, 0xff, rstd_bytes);
-          s = ubg_modulated_rms_norm_fwd(ctx, dt, R, D, M, x, w, scale, shift, eps, offset, c->casting, got.y,
-                                         got.rstd);
-        } else {
-          memset(got.dx, 0xff, bytes), memset(got.dw, 0xff, w_bytes);
-          memset(got.dscale, 0xff, mod_bytes), memset(got.dshift, 0xff, mod_bytes);
-          s = ubg_modulated_rms_norm_bwd(ctx, dt, R, D, M, dy, x, w, scale, first.rstd, offset, c->casting, got.dx,
-                                         dw, got.dscale, dshift);
-        }
-        cr_assert_eq(s, UBG_OK, "%s: %s", name, ubg_ctx_error(ctx));
-        if (ran == 0 && k == 0) {
-          if (!pass) {
-            close_to(got.y, dt, y_ref, n, "y", name, c);
-            close_to_f32(got.rstd, rstd_ref, R, name, c);
-            memcpy(first.y, got.y, bytes), memcpy(first.rstd, got.rstd, rstd_bytes);
-          } else {
-            close_to(got.dx, dt, dx_ref, n, "dx", name, c);
-            if (dw) close_to(got.dw, dt, dw_ref, D, "dw", name, c);
-            close_to(got.dscale, dt, ds_ref, M * D, "dscale", name, c);
-            if (dshift) close_to(got.dshift, dt, dh_ref, M * D, "dshift", name, c);
-            memcpy(first.dx, got.dx, bytes), memcpy(first.dw, got.dw, w_bytes);
-            memcpy(first.dscale, got.dscale, mod_bytes), memcpy(first.dshift, got.dshift, mod_bytes);
-          }
-        } else if (!pass) {
-          cr_assert(!memcmp(got.y, first.y, bytes) && !memcmp(got.rstd, first.rstd, rstd_bytes),
-                    "%s (%d threads) %lldx%lld: forward bits differ", name, k + 1, (long long)R, (long long)D);
-        } else {
-          cr_assert(!memcmp(got.dx, first.dx, bytes) && (!dw || !memcmp(got.dw, first.dw, w_bytes)) &&
-                        !memcmp(got.dscale, first.dscale, mod_bytes) &&
-                        (!dshift || !memcmp(got.dshift, first.dshift, mod_bytes)),
-                    "%s (%d threads) %lldx%lld: backward bits differ", name, k + 1, (long long)R, (long long)D);
-        }
-      }
-      ran++;
-    }
-    cr_assert_gt(ran, 0, "no %s variant applies to %lldx%lld", pn, (long long)R, (long long)D);
-    tc_free_variants(&vs);
-  }
-  /* y over x, dx over dy: the same bits */
-  cr_assert_eq(ubg_set_variant(ctxs[1], "modulated_rms_norm", "fwd", NULL), UBG_OK);
-  cr_assert_eq(ubg_set_variant(ctxs[1], "modulated_rms_norm", "bwd", NULL), UBG_OK);
-  memcpy(got.y, x, bytes);
-  cr_assert_eq(ubg_modulated_rms_norm_fwd(ctxs[1], dt, R, D, M, got.y, w, scale, shift, eps, offset, c->casting, got.y,
-                                          got.rstd),
-               UBG_OK, "%s", ubg_ctx_error(ctxs[1]));
-  cr_assert(!memcmp(got.y, first.y, bytes), "y over x differs");
-  memcpy(got.dx, dy, bytes);
-  cr_assert_eq(ubg_modulated_rms_norm_bwd(ctxs[1], dt, R, D, M, got.dx, x, w, scale, first.rstd, offset, c->casting,
-                                          got.dx, dw, got.dscale, dshift),
-               UBG_OK, "%s", ubg_ctx_error(ctxs[1]));
-  cr_assert(!memcmp(got.dx, first.dx, bytes), "dx over dy differs");
-  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
-  free(x), free(dy), free(w), free(scale), free(shift);
-  free(y_ref), free(rstd_ref), free(dx_ref), free(dw_ref), free(ds_ref), free(dh_ref);
-  out_free(&got), out_free(&first);
+  const tc_out fwd_outs[2] = {{t.y, bytes}, {t.rstd, rstd_bytes}};
+  tc_sweep_variants("modulated_rms_norm", "fwd", dt, D, run_fwd, check_fwd, &t, fwd_outs, 2, t.shape);
+  /* the backward takes the forward's rstd, and its reference that rstd */
+  void *y0 = malloc(bytes + 1);
+  memcpy(y0, t.y, bytes), memcpy(t.rstd_in, t.rstd, rstd_bytes);
+  ref_slot ba[14] = {{.p = t.dy}, {.p = t.x}, {.p = t.w}, {.p = t.scale},  {.p = t.rstd_in}, {0}, {0}, {0}, {0},
+                     {.i = R},    {.i = D},   {.i = M},   {.f = t.offset}, {.i = c->casting}};
+  double *bo[14] = {0};
+  bo[5] = t.dx_ref, bo[6] = c->with_w ? t.dw_ref : NULL, bo[7] = t.ds_ref, bo[8] = c->with_shift ? t.dh_ref : NULL;
+  ref_find("modulated_rms_norm", "bwd")->fn(ba, dt, bo);
+  /* dx, dscale, then dw and dshift where the case has them */
+  tc_out bwd_outs[4] = {{t.dx, bytes}, {t.dscale, mod_bytes}};
+  int nout = 2;
+  if (t.dw) bwd_outs[nout++] = (tc_out){t.dw, w_bytes};
+  if (t.dshift) bwd_outs[nout++] = (tc_out){t.dshift, mod_bytes};
+  tc_sweep_variants("modulated_rms_norm", "bwd", dt, D, run_bwd, check_bwd, &t, bwd_outs, nout, t.shape);
+  void *dx0 = malloc(bytes + 1);
+  memcpy(dx0, t.dx, bytes);
+  /* y over x, dx over dy: the same bits as the sweeps' */
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 2);
+  memcpy(t.y, t.x, bytes);
+  cr_assert_eq(ubg_modulated_rms_norm_fwd(ctx, dt, R, D, M, t.y, t.w, t.scale, t.shift, t.eps, t.offset, c->casting,
+                                          t.y, t.rstd),
+               UBG_OK, "%s", ubg_ctx_error(ctx));
+  cr_assert(!memcmp(t.y, y0, bytes), "y over x differs");
+  memcpy(t.dx, t.dy, bytes);
+  cr_assert_eq(ubg_modulated_rms_norm_bwd(ctx, dt, R, D, M, t.dx, t.x, t.w, t.scale, t.rstd_in, t.offset, c->casting,
+                                          t.dx, t.dw, t.dscale, t.dshift),
+               UBG_OK, "%s", ubg_ctx_error(ctx));
+  cr_assert(!memcmp(t.dx, dx0, bytes), "dx over dy differs");
+  ubg_ctx_destroy(ctx);
+  free(t.x), free(t.dy), free(t.w), free(t.scale), free(t.shift), free(t.y_ref), free(t.rstd_ref), free(t.dx_ref);
+  free(t.dw_ref), free(t.ds_ref), free(t.dh_ref), free(t.y), free(t.dx), free(t.dw), free(t.dscale), free(t.dshift);
+  free(t.rstd), free(t.rstd_in), free(y0), free(dx0);
 }
 
 Test(modulated_rms_norm, f32_every_variant_against_the_reference, .timeout = 300 * TC_TIME_SCALE) {

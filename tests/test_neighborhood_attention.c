@@ -25,14 +25,6 @@ static const na_case cases[] = {{1, 1, 1, 7, 1, 1.0},     {3, 24, 16, 5, 2, 0.25
 static const double fwd_atol[3] = {1e-5, 2e-3, 1e-2}, fwd_rtol[3] = {1e-5, 1e-2, 2e-2};
 static const double bwd_atol[3] = {1e-4, 1e-2, 5e-2}, bwd_rtol[3] = {1e-4, 1e-2, 2e-2};
 
-static void close_to(const void *got, int dt, const double *want, int64_t n, double atol, double rtol,
-                     const char *what, const char *name) {
-  double err;
-  int64_t bad = ref_compare(got, dt, want, n, atol, rtol, &err);
-  cr_assert(bad < 0, "%s %s: %s[%lld] = %.9g, reference %.9g", name, ug_dtype_name(dt), what, (long long)bad,
-            ref_load(got, bad, dt), want[bad]);
-}
-
 static ubg_status run(ubg_ctx *ctx, int bwd, int dt, const na_case *c, void *const *t) {
   /* t: q k v out lse dout dq dk dv */
   return bwd ? ubg_neighborhood_attention_bwd(ctx, dt, c->bh, c->n, c->d, c->kernel_size, c->dilation,
@@ -41,67 +33,63 @@ static ubg_status run(ubg_ctx *ctx, int bwd, int dt, const na_case *c, void *con
                                               (float)c->scale, t[0], t[1], t[2], t[3], t[4]);
 }
 
+/* one dtype and case: its tensors t (as run takes them; q k v dout are
+ * inputs, out lse the forward's outputs, dq dk dv the backward's), the
+ * references of the outputs in want (by the same index) */
+typedef struct {
+  int dt, bwd;
+  const na_case *c;
+  void *t[9];
+  double *want[9];
+  char shape[64];
+} na_state;
+
+static ubg_status run_pass(ubg_ctx *ctx, void *state) {
+  na_state *s = state;
+  return run(ctx, s->bwd, s->dt, s->c, s->t);
+}
+/* each of the pass's outputs (out and lse, or dq dk dv) against its reference */
+static void check_pass(void *state, const char *variant) {
+  static const char *const names[9] = {"q", "k", "v", "out", "lse", "dout", "dq", "dk", "dv"};
+  na_state *s = state;
+  const int dt = s->dt, bwd = s->bwd, lo = bwd ? 6 : 3, hi = bwd ? 9 : 5;
+  const int64_t rows = s->c->bh * s->c->n, n = rows * s->c->d;
+  for (int o = lo; o < hi; o++) {
+    const int odt = o == 4 ? REF_F32 : dt;
+    tc_assert_close(s->t[o], odt, s->want[o], o == 4 ? rows : n, o == 4 ? 1e-5 : bwd ? bwd_atol[dt] : fwd_atol[dt],
+                    o == 4 ? 1e-5 : bwd ? bwd_rtol[dt] : fwd_rtol[dt], "%s %s: %s", variant, s->shape, names[o]);
+  }
+}
+
 static void sweep(int dt, const na_case *c) {
   const int64_t rows = c->bh * c->n, n = rows * c->d;
   const size_t bytes = (size_t)n * ref_dtype_bytes(dt), lse_bytes = (size_t)rows * sizeof(float);
-  void *t[9], *first[9];
+  na_state s = {.dt = dt, .c = c};
+  void **t = s.t;
+  snprintf(s.shape, sizeof s.shape, "%lldx%lldx%lld %s", (long long)c->bh, (long long)c->n, (long long)c->d,
+           ug_dtype_name(dt));
   for (int i = 0; i < 3; i++) t[i] = tc_tensor(dt, n, 0, 1, (uint64_t)(n + 3 * i + 1));
   t[5] = tc_tensor(dt, n, 0, 1, 7);
   t[3] = malloc(bytes), t[4] = malloc(lse_bytes);
   for (int i = 6; i < 9; i++) t[i] = malloc(bytes);
-  for (int i = 3; i < 9; i++) first[i] = malloc(i == 4 ? lse_bytes : bytes);
-  double *want[9] = {0};
-  for (int i = 3; i < 9; i++) want[i] = malloc((size_t)(i == 4 ? rows : n) * sizeof(double) + 1);
+  for (int i = 3; i < 9; i++) s.want[i] = malloc((size_t)(i == 4 ? rows : n) * sizeof(double) + 1);
   ref_slot fa[11] = {{.p = t[0]}, {.p = t[1]}, {.p = t[2]}, {0}, {0}, {.i = c->bh}, {.i = c->n}, {.i = c->d},
                      {.i = c->kernel_size}, {.i = c->dilation}, {.f = c->scale}};
-  double *fo[5] = {NULL, NULL, NULL, want[3], want[4]};
+  double *fo[5] = {NULL, NULL, NULL, s.want[3], s.want[4]};
   ref_find("neighborhood_attention", "fwd")->fn(fa, dt, fo);
-  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_AUTO, 2)};
-  for (int bwd = 0; bwd < 2; bwd++) {
-    const char *pn = bwd ? "bwd" : "fwd";
-    const int lo = bwd ? 6 : 3, hi = bwd ? 9 : 5; /* the pass's outputs in t */
-    tc_variants vs = tc_kernel_variants("neighborhood_attention", pn, dt);
-    int ran = 0;
-    for (int v = 0; v < vs.n; v++) {
-      if (tc_block_d(&vs.v[v]) < c->d) continue; /* whole rows only: no tiled variants */
-      for (int k = 0; k < 2; k++) {
-        cr_assert_eq(ubg_set_variant(ctxs[k], "neighborhood_attention", pn, vs.v[v].name), UBG_OK, "%s",
-                     ubg_ctx_error(ctxs[k]));
-        for (int o = lo; o < hi; o++) memset(t[o], 0xff, o == 4 ? lse_bytes : bytes);
-        const ubg_status s = run(ctxs[k], bwd, dt, c, t);
-        cr_assert_eq(s, UBG_OK, "%s: %s", vs.v[v].name, ubg_ctx_error(ctxs[k]));
-        if (ran == 0 && k == 0) {
-          for (int o = lo; o < hi; o++) {
-            static const char *const names[9] = {"q", "k", "v", "out", "lse", "dout", "dq", "dk", "dv"};
-            const int odt = o == 4 ? REF_F32 : dt;
-            close_to(t[o], odt, want[o], o == 4 ? rows : n, o == 4 ? 1e-5 : bwd ? bwd_atol[dt] : fwd_atol[dt],
-                     o == 4 ? 1e-5 : bwd ? bwd_rtol[dt] : fwd_rtol[dt], names[o], vs.v[v].name);
-            memcpy(first[o], t[o], o == 4 ? lse_bytes : bytes);
-          }
-          if (!bwd) { /* the backward's reference from this forward's out and lse, as the kernel takes them */
-            ref_slot ba[15] = {{.p = t[5]}, {.p = t[0]}, {.p = t[1]}, {.p = t[2]}, {.p = t[3]},
-                               {.p = t[4]}, {0}, {0}, {0}, {.i = c->bh}, {.i = c->n}, {.i = c->d},
-                               {.i = c->kernel_size}, {.i = c->dilation}, {.f = c->scale}};
-            double *bo[9] = {NULL, NULL, NULL, NULL, NULL, NULL, want[6], want[7], want[8]};
-            ref_find("neighborhood_attention", "bwd")->fn(ba, dt, bo);
-          }
-        } else {
-          for (int o = lo; o < hi; o++)
-            cr_assert(!memcmp(t[o], first[o], o == 4 ? lse_bytes : bytes),
-                      "%s (%d threads) %lldx%lldx%lld: bits differ", vs.v[v].name, k + 1, (long long)c->bh,
-                      (long long)c->n, (long long)c->d);
-        }
-        if (!bwd) /* the backward reads the first variant's forward */
-          for (int o = 3; o < 5; o++) memcpy(t[o], first[o], o == 4 ? lse_bytes : bytes);
-      }
-      ran++;
-    }
-    cr_assert_gt(ran, 0, "no %s variant applies to head_dim %lld", pn, (long long)c->d);
-    tc_free_variants(&vs);
-  }
-  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
-  for (int i = 0; i < 9; i++) free(t[i]), free(want[i]);
-  for (int i = 3; i < 9; i++) free(first[i]);
+  /* whole rows only (no tiled variants): BLOCK_D >= head_dim */
+  const tc_out fwd_outs[2] = {{t[3], bytes}, {t[4], lse_bytes}};
+  tc_sweep_variants("neighborhood_attention", "fwd", dt, c->d, run_pass, check_pass, &s, fwd_outs, 2, s.shape);
+  /* the backward reads the forward's out and lse, and its reference them, as the kernel takes them */
+  ref_slot ba[15] = {{.p = t[5]}, {.p = t[0]}, {.p = t[1]}, {.p = t[2]}, {.p = t[3]},
+                     {.p = t[4]}, {0}, {0}, {0}, {.i = c->bh}, {.i = c->n}, {.i = c->d},
+                     {.i = c->kernel_size}, {.i = c->dilation}, {.f = c->scale}};
+  double *bo[9] = {NULL, NULL, NULL, NULL, NULL, NULL, s.want[6], s.want[7], s.want[8]};
+  ref_find("neighborhood_attention", "bwd")->fn(ba, dt, bo);
+  s.bwd = 1;
+  const tc_out bwd_outs[3] = {{t[6], bytes}, {t[7], bytes}, {t[8], bytes}};
+  tc_sweep_variants("neighborhood_attention", "bwd", dt, c->d, run_pass, check_pass, &s, bwd_outs, 3, s.shape);
+  for (int i = 0; i < 9; i++) free(t[i]), free(s.want[i]);
 }
 
 Test(neighborhood_attention, every_variant_against_the_reference, .timeout = 300 * TC_TIME_SCALE) {

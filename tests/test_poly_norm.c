@@ -23,100 +23,80 @@ static const poly_case cases[] = {{1, 1}, {7, 3}, {5, 123}, {40, 1024}, {1, 4097
 static const double atol_fwd[3] = {1e-5, 1e-2, 2e-2}, atol_bwd[3] = {1e-4, 1e-2, 2e-2};
 static const double rtol[3] = {1e-5, 1e-2, 2e-2};
 
-static void close_to(const void *got, int dt, const double *want, int64_t n, double atol, const char *what,
-                     const char *name, const poly_case *c) {
-  double err;
-  int64_t bad = ref_compare(got, dt, want, n, atol, rtol[dt], &err);
-  cr_assert(bad < 0, "%s %lldx%lld %s: %s[%lld] = %.9g, reference %.9g", name, (long long)c->rows, (long long)c->cols,
-            ug_dtype_name(dt), what, (long long)bad, ref_load(got, bad, dt), want[bad]);
-}
-
+/* one dtype and shape: the inputs (x, dy: rows x cols; w: 3; b: 1; the
+ * backward's rstd_in: rows x 3, the reference's as floats), the outputs
+ * (y, dx: rows x cols; rstd: rows x 3; dw: 3; db: 1) and their references */
 typedef struct {
-  void *y, *dx, *dw, *db;
-  float *rstd;
-} poly_out;
+  int dt;
+  int64_t R, D;
+  float eps;
+  void *x, *w, *b, *dy, *y, *dx, *dw, *db;
+  float *rstd_in, *rstd;
+  double *y_ref, *dx_ref, *rstd_ref, dw_ref[3], db_ref;
+  char shape[48];
+} poly_state;
+
+static ubg_status run_fwd(ubg_ctx *ctx, void *state) {
+  poly_state *t = state;
+  return ubg_poly_norm_fwd(ctx, t->dt, t->R, t->D, t->x, t->w, t->b, t->eps, t->y, t->rstd);
+}
+static ubg_status run_bwd(ubg_ctx *ctx, void *state) {
+  poly_state *t = state;
+  return ubg_poly_norm_bwd(ctx, t->dt, t->R, t->D, t->dy, t->x, t->w, t->rstd_in, t->dx, t->dw, t->db);
+}
+static void check_fwd(void *state, const char *variant) {
+  poly_state *t = state;
+  const int dt = t->dt;
+  tc_assert_close(t->y, dt, t->y_ref, t->R * t->D, atol_fwd[dt], rtol[dt], "%s %s: y", variant, t->shape);
+  tc_assert_close(t->rstd, UBG_F32, t->rstd_ref, 3 * t->R, 0, rtol[UBG_F32], "%s %s: rstd", variant, t->shape);
+}
+static void check_bwd(void *state, const char *variant) {
+  poly_state *t = state;
+  const int dt = t->dt;
+  tc_assert_close(t->dx, dt, t->dx_ref, t->R * t->D, atol_bwd[dt], rtol[dt], "%s %s: dx", variant, t->shape);
+  tc_assert_close(t->dw, dt, t->dw_ref, 3, atol_bwd[dt], rtol[dt], "%s %s: dw", variant, t->shape);
+  tc_assert_close(t->db, dt, &t->db_ref, 1, atol_bwd[dt], rtol[dt], "%s %s: db", variant, t->shape);
+}
 
 static void sweep(int dt, const poly_case *c) {
   const int64_t R = c->rows, D = c->cols, n = R * D;
   tc_skip_if_large(n, "rows x cols");
   const size_t es = ref_dtype_bytes(dt), bytes = (size_t)n * es, rstd_bytes = (size_t)R * 3 * sizeof(float);
-  const float eps = 1e-6f;
-  void *x = tc_tensor(dt, n, 0, 1, (uint64_t)(n + 1)), *w = tc_tensor(dt, 3, 0.3, 0.2, 2);
-  void *b = tc_tensor(dt, 1, 0.1, 0.5, 3), *dy = tc_tensor(dt, n, 0, 1, 5);
-  double *y_ref = malloc((size_t)n * sizeof(double)), *dx_ref = malloc((size_t)n * sizeof(double));
-  double *rstd_ref = malloc((size_t)R * 3 * sizeof(double)), dw_ref[3], db_ref;
-  float *rstd_in = malloc(rstd_bytes); /* the backward's rstd: the reference's, as floats */
-  ref_slot fa[8] = {{.p = x}, {.p = w}, {.p = b}, {0}, {0}, {.i = R}, {.i = D}, {.f = eps}};
+  poly_state t = {.dt = dt, .R = R, .D = D, .eps = 1e-6f};
+  snprintf(t.shape, sizeof t.shape, "%lldx%lld %s", (long long)R, (long long)D, ug_dtype_name(dt));
+  t.x = tc_tensor(dt, n, 0, 1, (uint64_t)(n + 1)), t.w = tc_tensor(dt, 3, 0.3, 0.2, 2);
+  t.b = tc_tensor(dt, 1, 0.1, 0.5, 3), t.dy = tc_tensor(dt, n, 0, 1, 5);
+  t.y_ref = malloc((size_t)n * sizeof(double)), t.dx_ref = malloc((size_t)n * sizeof(double));
+  t.rstd_ref = malloc((size_t)R * 3 * sizeof(double));
+  t.rstd_in = malloc(rstd_bytes);
+  ref_slot fa[8] = {{.p = t.x}, {.p = t.w}, {.p = t.b}, {0}, {0}, {.i = R}, {.i = D}, {.f = t.eps}};
   double *fo[8] = {0};
-  fo[3] = y_ref, fo[4] = rstd_ref;
+  fo[3] = t.y_ref, fo[4] = t.rstd_ref;
   ref_find("poly_norm", "fwd")->fn(fa, dt, fo);
-  for (int64_t i = 0; i < 3 * R; i++) rstd_in[i] = (float)rstd_ref[i];
-  ref_slot ba[9] = {{.p = dy}, {.p = x}, {.p = w}, {.p = rstd_in}, {0}, {0}, {0}, {.i = R}, {.i = D}};
+  for (int64_t i = 0; i < 3 * R; i++) t.rstd_in[i] = (float)t.rstd_ref[i];
+  ref_slot ba[9] = {{.p = t.dy}, {.p = t.x}, {.p = t.w}, {.p = t.rstd_in}, {0}, {0}, {0}, {.i = R}, {.i = D}};
   double *bo[9] = {0};
-  bo[4] = dx_ref, bo[5] = dw_ref, bo[6] = &db_ref;
+  bo[4] = t.dx_ref, bo[5] = t.dw_ref, bo[6] = &t.db_ref;
   ref_find("poly_norm", "bwd")->fn(ba, dt, bo);
-  poly_out got = {malloc(bytes), malloc(bytes), malloc(3 * es), malloc(es), malloc(rstd_bytes)};
-  poly_out first = {malloc(bytes), malloc(bytes), malloc(3 * es), malloc(es), malloc(rstd_bytes)};
-  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_AUTO, 2)};
-  for (int pass = 0; pass < 2; pass++) {
-    const char *pn = pass ? "bwd" : "fwd";
-    tc_variants vs = tc_kernel_variants("poly_norm", pn, dt);
-    int ran = 0;
-    for (int v = 0; v < vs.n; v++) {
-      if (!tc_applies(&vs.v[v], D)) continue;
-      const char *name = vs.v[v].name;
-      for (int k = 0; k < 2; k++) {
-        ubg_ctx *ctx = ctxs[k];
-        cr_assert_eq(ubg_set_variant(ctx, "poly_norm", pn, name), UBG_OK, "%s", ubg_ctx_error(ctx));
-        ubg_status s;
-        if (!pass) {
-          memset(got.y, 0xff, bytes), memset(got.rstd, 0xff, rstd_bytes);
-          s = ubg_poly_norm_fwd(ctx, dt, R, D, x, w, b, eps, got.y, got.rstd);
-        } else {
-          memset(got.dx, 0xff, bytes), memset(got.dw, 0xff, 3 * es), memset(got.db, 0xff, es);
-          s = ubg_poly_norm_bwd(ctx, dt, R, D, dy, x, w, rstd_in, got.dx, got.dw, got.db);
-        }
-        cr_assert_eq(s, UBG_OK, "%s: %s", name, ubg_ctx_error(ctx));
-        if (ran == 0 && k == 0) {
-          if (!pass) {
-            close_to(got.y, dt, y_ref, n, atol_fwd[dt], "y", name, c);
-            close_to(got.rstd, UBG_F32, rstd_ref, 3 * R, 0, "rstd", name, c);
-            memcpy(first.y, got.y, bytes), memcpy(first.rstd, got.rstd, rstd_bytes);
-          } else {
-            close_to(got.dx, dt, dx_ref, n, atol_bwd[dt], "dx", name, c);
-            close_to(got.dw, dt, dw_ref, 3, atol_bwd[dt], "dw", name, c);
-            close_to(got.db, dt, &db_ref, 1, atol_bwd[dt], "db", name, c);
-            memcpy(first.dx, got.dx, bytes), memcpy(first.dw, got.dw, 3 * es), memcpy(first.db, got.db, es);
-          }
-        } else if (!pass) {
-          cr_assert(!memcmp(got.y, first.y, bytes) && !memcmp(got.rstd, first.rstd, rstd_bytes),
-                    "%s (%d threads) %lldx%lld: forward bits differ", name, k + 1, (long long)R, (long long)D);
-        } else {
-          cr_assert(!memcmp(got.dx, first.dx, bytes) && !memcmp(got.dw, first.dw, 3 * es) &&
-                        !memcmp(got.db, first.db, es),
-                    "%s (%d threads) %lldx%lld: backward bits differ", name, k + 1, (long long)R, (long long)D);
-        }
-      }
-      ran++;
-    }
-    cr_assert_gt(ran, 0, "no %s variant applies to %lldx%lld", pn, (long long)R, (long long)D);
-    tc_free_variants(&vs);
-  }
-  /* y over x, dx over dy: the same bits */
-  cr_assert_eq(ubg_set_variant(ctxs[1], "poly_norm", "fwd", NULL), UBG_OK);
-  cr_assert_eq(ubg_set_variant(ctxs[1], "poly_norm", "bwd", NULL), UBG_OK);
-  memcpy(got.y, x, bytes);
-  cr_assert_eq(ubg_poly_norm_fwd(ctxs[1], dt, R, D, got.y, w, b, eps, got.y, got.rstd), UBG_OK, "%s",
-               ubg_ctx_error(ctxs[1]));
-  cr_assert(!memcmp(got.y, first.y, bytes), "y over x differs");
-  memcpy(got.dx, dy, bytes);
-  cr_assert_eq(ubg_poly_norm_bwd(ctxs[1], dt, R, D, got.dx, x, w, rstd_in, got.dx, got.dw, got.db), UBG_OK, "%s",
-               ubg_ctx_error(ctxs[1]));
-  cr_assert(!memcmp(got.dx, first.dx, bytes), "dx over dy differs");
-  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
-  free(x), free(w), free(b), free(dy), free(y_ref), free(dx_ref), free(rstd_ref), free(rstd_in);
-  free(got.y), free(got.dx), free(got.dw), free(got.db), free(got.rstd);
-  free(first.y), free(first.dx), free(first.dw), free(first.db), free(first.rstd);
+  t.y = malloc(bytes), t.dx = malloc(bytes), t.dw = malloc(3 * es), t.db = malloc(es), t.rstd = malloc(rstd_bytes);
+  const tc_out fwd_outs[2] = {{t.y, bytes}, {t.rstd, rstd_bytes}};
+  tc_sweep_variants("poly_norm", "fwd", dt, D, run_fwd, check_fwd, &t, fwd_outs, 2, t.shape);
+  const tc_out bwd_outs[3] = {{t.dx, bytes}, {t.dw, 3 * es}, {t.db, es}};
+  tc_sweep_variants("poly_norm", "bwd", dt, D, run_bwd, check_bwd, &t, bwd_outs, 3, t.shape);
+  /* y over x, dx over dy: the same bits as the sweeps' */
+  void *y0 = malloc(bytes), *dx0 = malloc(bytes);
+  memcpy(y0, t.y, bytes), memcpy(dx0, t.dx, bytes);
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 2);
+  memcpy(t.y, t.x, bytes);
+  cr_assert_eq(ubg_poly_norm_fwd(ctx, dt, R, D, t.y, t.w, t.b, t.eps, t.y, t.rstd), UBG_OK, "%s", ubg_ctx_error(ctx));
+  cr_assert(!memcmp(t.y, y0, bytes), "y over x differs");
+  memcpy(t.dx, t.dy, bytes);
+  cr_assert_eq(ubg_poly_norm_bwd(ctx, dt, R, D, t.dx, t.x, t.w, t.rstd_in, t.dx, t.dw, t.db), UBG_OK, "%s",
+               ubg_ctx_error(ctx));
+  cr_assert(!memcmp(t.dx, dx0, bytes), "dx over dy differs");
+  ubg_ctx_destroy(ctx);
+  free(t.x), free(t.w), free(t.b), free(t.dy), free(t.y_ref), free(t.dx_ref), free(t.rstd_ref), free(t.rstd_in);
+  free(t.y), free(t.dx), free(t.dw), free(t.db), free(t.rstd), free(y0), free(dx0);
 }
 
 Test(poly_norm, every_variant_against_the_reference, .timeout = 300 * TC_TIME_SCALE) {

@@ -21,11 +21,33 @@ typedef struct {
 static const rs_case cases[] = {{1, 1}, {3, 123}, {7, 4097}, {2, 20000}, {64, 4096}};
 static const double tol_atol[3] = {1e-5, 1e-2, 1e-2}, tol_rtol[3] = {1e-5, 1e-2, 1e-2};
 
-static void close_to(const void *got, int dt, const double *want, int64_t n, const char *what, const char *name) {
-  double err;
-  int64_t bad = ref_compare(got, dt, want, n, tol_atol[dt], tol_rtol[dt], &err);
-  cr_assert(bad < 0, "%s %s: %s[%lld] = %.9g, reference %.9g", name, ug_dtype_name(dt), what, (long long)bad,
-            ref_load(got, bad, dt), want[bad]);
+/* one dtype and shape: the inputs (x, dy: rows x cols), the output of the
+ * pass that runs (y or dx) and its reference */
+typedef struct {
+  int dt;
+  int64_t R, D;
+  void *x, *dy, *out;
+  const double *want;
+  char shape[48];
+} rs_state;
+
+static ubg_status run_fwd(ubg_ctx *ctx, void *state) {
+  rs_state *t = state;
+  return ubg_relu_squared_fwd(ctx, t->dt, t->R, t->D, t->x, t->out);
+}
+static ubg_status run_bwd(ubg_ctx *ctx, void *state) {
+  rs_state *t = state;
+  return ubg_relu_squared_bwd(ctx, t->dt, t->R, t->D, t->dy, t->x, t->out);
+}
+static void check_fwd(void *state, const char *variant) {
+  rs_state *t = state;
+  tc_assert_close(t->out, t->dt, t->want, t->R * t->D, tol_atol[t->dt], tol_rtol[t->dt], "%s %s: y", variant,
+                  t->shape);
+}
+static void check_bwd(void *state, const char *variant) {
+  rs_state *t = state;
+  tc_assert_close(t->out, t->dt, t->want, t->R * t->D, tol_atol[t->dt], tol_rtol[t->dt], "%s %s: dx", variant,
+                  t->shape);
 }
 
 static void sweep(int dt, const rs_case *c) {
@@ -42,43 +64,28 @@ static void sweep(int dt, const rs_case *c) {
   ref_slot ba[5] = {{.p = dy}, {.p = x}, {0}, {.i = R}, {.i = D}};
   double *bo[5] = {NULL, NULL, dx_ref};
   ref_find("relu_squared", "bwd")->fn(ba, dt, bo);
-  void *out = malloc(bytes), *first = malloc(bytes);
-  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_AUTO, 2)};
+  rs_state t = {.dt = dt, .R = R, .D = D, .x = x, .dy = dy, .out = malloc(bytes)};
+  snprintf(t.shape, sizeof t.shape, "%lldx%lld %s", (long long)R, (long long)D, ug_dtype_name(dt));
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 2);
   for (int pass = 0; pass < 2; pass++) {
     const char *pn = pass ? "bwd" : "fwd";
-    tc_variants vs = tc_kernel_variants("relu_squared", pn, dt);
-    cr_assert_gt(vs.n, 0);
-    for (int v = 0; v < vs.n; v++)
-      for (int k = 0; k < 2; k++) {
-        cr_assert_eq(ubg_set_variant(ctxs[k], "relu_squared", pn, vs.v[v].name), UBG_OK, "%s", ubg_ctx_error(ctxs[k]));
-        memset(out, 0xff, bytes);
-        const ubg_status s = pass ? ubg_relu_squared_bwd(ctxs[k], dt, R, D, dy, x, out)
-                                  : ubg_relu_squared_fwd(ctxs[k], dt, R, D, x, out);
-        cr_assert_eq(s, UBG_OK, "%s: %s", vs.v[v].name, ubg_ctx_error(ctxs[k]));
-        if (v == 0 && k == 0) {
-          close_to(out, dt, pass ? dx_ref : y_ref, n, pass ? "dx" : "y", vs.v[v].name);
-          memcpy(first, out, bytes);
-        } else {
-          cr_assert(!memcmp(out, first, bytes), "%s (%d threads) %lldx%lld: bits differ", vs.v[v].name, k + 1,
-                    (long long)R, (long long)D);
-        }
-      }
-    tc_free_variants(&vs);
-    /* the output over its inputs: the same bits */
-    cr_assert_eq(ubg_set_variant(ctxs[1], "relu_squared", pn, NULL), UBG_OK);
+    t.want = pass ? dx_ref : y_ref;
+    tc_sweep_variants("relu_squared", pn, dt, 0, pass ? run_bwd : run_fwd, pass ? check_bwd : check_fwd, &t,
+                      &(tc_out){t.out, bytes}, 1, t.shape);
+    /* the output over its inputs: the same bits as the sweep's (t.out) */
     for (int over = 0; over < (pass ? 2 : 1); over++) {
       void *io = malloc(bytes);
       memcpy(io, over ? x : (pass ? dy : x), bytes);
-      const ubg_status s = !pass ? ubg_relu_squared_fwd(ctxs[1], dt, R, D, io, io)
-                           : over ? ubg_relu_squared_bwd(ctxs[1], dt, R, D, dy, io, io)
-                                  : ubg_relu_squared_bwd(ctxs[1], dt, R, D, io, x, io);
-      cr_assert_eq(s, UBG_OK, "%s", ubg_ctx_error(ctxs[1]));
-      cr_assert(!memcmp(io, first, bytes), "%s written over its input %d differs", pn, over);
+      const ubg_status s = !pass ? ubg_relu_squared_fwd(ctx, dt, R, D, io, io)
+                           : over ? ubg_relu_squared_bwd(ctx, dt, R, D, dy, io, io)
+                                  : ubg_relu_squared_bwd(ctx, dt, R, D, io, x, io);
+      cr_assert_eq(s, UBG_OK, "%s", ubg_ctx_error(ctx));
+      cr_assert(!memcmp(io, t.out, bytes), "%s written over its input %d differs", pn, over);
       free(io);
     }
   }
-  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
-  free(x), free(dy), free(y_ref), free(dx_ref), free(out), free(first);
+  ubg_ctx_destroy(ctx);
+  free(x), free(dy), free(y_ref), free(dx_ref), free(t.out);
 }
 
 Test(relu_squared, every_variant_against_the_reference, .timeout = 300 * TC_TIME_SCALE) {

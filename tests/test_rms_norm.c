@@ -34,11 +34,8 @@ static void open_contexts(run_case *c) {
 
 static void expect_close(const char *what, const void *got, int dtype, const double *want, int64_t n, const run_case *c,
                          const char *variant) {
-  double err;
-  int64_t bad = ref_compare(got, dtype, want, n, tol_atol[c->dtype], tol_rtol[c->dtype], &err);
-  cr_assert(bad < 0, "%s %s: %s[%lld] = %.9g, reference %.9g (atol %g, rtol %g)", variant, c->where, what,
-            (long long)bad, ref_load(got, bad < 0 ? 0 : bad, dtype), want[bad < 0 ? 0 : bad], tol_atol[c->dtype],
-            tol_rtol[c->dtype]);
+  tc_assert_close(got, dtype, want, n, tol_atol[c->dtype], tol_rtol[c->dtype], "%s %s (atol %g, rtol %g): %s", variant,
+                  c->where, tol_atol[c->dtype], tol_rtol[c->dtype], what);
 }
 
 static void fwd_case(run_case *c, const tc_variants *vs) {

@@ -21,69 +21,68 @@ typedef struct {
 static const sm_case cases[] = {{1, 1}, {7, 3}, {5, 123}, {40, 1024}, {2, 4097}, {2, 70000}, {64, 4096}};
 static const double tol_atol[3] = {1e-6, 1e-3, 1e-3}, tol_rtol[3] = {1e-5, 1e-2, 2e-2};
 
-static void close_to(const void *got, int dt, const double *want, int64_t n, const char *what, const char *name) {
-  double err;
-  int64_t bad = ref_compare(got, dt, want, n, tol_atol[dt], tol_rtol[dt], &err);
-  cr_assert(bad < 0, "%s %s: %s[%lld] = %.9g, reference %.9g", name, ug_dtype_name(dt), what, (long long)bad,
-            ref_load(got, bad, dt), want[bad]);
+/* one dtype and shape: the inputs (x, dy, and y0, the forward's y that the
+ * backward takes: rows x cols), the outputs (y, dx: rows x cols) and their
+ * references (y_ref, dx_ref) */
+typedef struct {
+  int dt;
+  int64_t R, D;
+  void *x, *dy, *y, *y0, *dx;
+  double *y_ref, *dx_ref;
+  char shape[48];
+} sm_state;
+
+static ubg_status run_fwd(ubg_ctx *ctx, void *state) {
+  sm_state *t = state;
+  return ubg_softmax_fwd(ctx, t->dt, t->R, t->D, t->x, t->y);
+}
+/* dx from the forward's y (y0) */
+static ubg_status run_bwd(ubg_ctx *ctx, void *state) {
+  sm_state *t = state;
+  return ubg_softmax_bwd(ctx, t->dt, t->R, t->D, t->dy, t->y0, t->dx);
+}
+static void check_fwd(void *state, const char *variant) {
+  sm_state *t = state;
+  tc_assert_close(t->y, t->dt, t->y_ref, t->R * t->D, tol_atol[t->dt], tol_rtol[t->dt], "%s %s: y", variant,
+                  t->shape);
+}
+static void check_bwd(void *state, const char *variant) {
+  sm_state *t = state;
+  tc_assert_close(t->dx, t->dt, t->dx_ref, t->R * t->D, tol_atol[t->dt], tol_rtol[t->dt], "%s %s: dx", variant,
+                  t->shape);
 }
 
 static void sweep(int dt, const sm_case *c) {
   const int64_t R = c->rows, D = c->cols, n = R * D;
   tc_skip_if_large(n, "rows x cols");
   const size_t bytes = (size_t)n * ref_dtype_bytes(dt);
-  void *x = tc_tensor(dt, n, 0, 3, (uint64_t)(n + 1)), *dy = tc_tensor(dt, n, 0, 1, 2);
-  void *y = malloc(bytes), *y0 = malloc(bytes), *dx = malloc(bytes), *dx0 = malloc(bytes);
-  double *y_ref = malloc((size_t)n * sizeof(double)), *dx_ref = malloc((size_t)n * sizeof(double));
-  ref_slot fa[4] = {{.p = x}, {0}, {.i = R}, {.i = D}};
-  double *fo[4] = {NULL, y_ref};
+  sm_state t = {.dt = dt, .R = R, .D = D,
+                .x = tc_tensor(dt, n, 0, 3, (uint64_t)(n + 1)), .dy = tc_tensor(dt, n, 0, 1, 2)};
+  t.y = malloc(bytes), t.y0 = malloc(bytes), t.dx = malloc(bytes);
+  t.y_ref = malloc((size_t)n * sizeof(double)), t.dx_ref = malloc((size_t)n * sizeof(double));
+  snprintf(t.shape, sizeof t.shape, "%lldx%lld %s", (long long)R, (long long)D, ug_dtype_name(dt));
+  ref_slot fa[4] = {{.p = t.x}, {0}, {.i = R}, {.i = D}};
+  double *fo[4] = {NULL, t.y_ref};
   ref_find("softmax", "fwd")->fn(fa, dt, fo);
-  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_AUTO, 2)};
-  for (int pass = 0; pass < 2; pass++) {
-    const char *pn = pass ? "bwd" : "fwd";
-    tc_variants vs = tc_kernel_variants("softmax", pn, dt);
-    int ran = 0;
-    for (int v = 0; v < vs.n; v++) {
-      if (!tc_applies(&vs.v[v], D)) continue;
-      for (int k = 0; k < 2; k++) {
-        void *out = pass ? dx : y;
-        cr_assert_eq(ubg_set_variant(ctxs[k], "softmax", pn, vs.v[v].name), UBG_OK, "%s", ubg_ctx_error(ctxs[k]));
-        memset(out, 0xff, bytes);
-        const ubg_status s =
-            pass ? ubg_softmax_bwd(ctxs[k], dt, R, D, dy, y0, dx) : ubg_softmax_fwd(ctxs[k], dt, R, D, x, y);
-        cr_assert_eq(s, UBG_OK, "%s: %s", vs.v[v].name, ubg_ctx_error(ctxs[k]));
-        if (ran == 0 && k == 0) {
-          if (!pass) {
-            close_to(y, dt, y_ref, n, "y", vs.v[v].name);
-            memcpy(y0, y, bytes);
-            ref_slot ba[5] = {{.p = dy}, {.p = y0}, {0}, {.i = R}, {.i = D}};
-            double *bo[5] = {NULL, NULL, dx_ref};
-            ref_find("softmax", "bwd")->fn(ba, dt, bo);
-          } else {
-            close_to(dx, dt, dx_ref, n, "dx", vs.v[v].name);
-            memcpy(dx0, dx, bytes);
-          }
-        } else {
-          cr_assert(!memcmp(out, pass ? dx0 : y0, bytes), "%s (%d threads) %lldx%lld: bits differ", vs.v[v].name,
-                    k + 1, (long long)R, (long long)D);
-        }
-      }
-      ran++;
-    }
-    cr_assert_gt(ran, 0, "no %s variant applies to %lldx%lld", pn, (long long)R, (long long)D);
-    tc_free_variants(&vs);
-  }
+  tc_sweep_variants("softmax", "fwd", dt, D, run_fwd, check_fwd, &t, &(tc_out){t.y, bytes}, 1, t.shape);
+  /* the backward takes the forward's y, and its reference that y */
+  memcpy(t.y0, t.y, bytes);
+  ref_slot ba[5] = {{.p = t.dy}, {.p = t.y0}, {0}, {.i = R}, {.i = D}};
+  double *bo[5] = {NULL, NULL, t.dx_ref};
+  ref_find("softmax", "bwd")->fn(ba, dt, bo);
+  tc_sweep_variants("softmax", "bwd", dt, D, run_bwd, check_bwd, &t, &(tc_out){t.dx, bytes}, 1, t.shape);
+  void *dx0 = malloc(bytes);
+  memcpy(dx0, t.dx, bytes);
   /* outputs over their inputs: the same bits */
-  cr_assert_eq(ubg_set_variant(ctxs[1], "softmax", "fwd", NULL), UBG_OK);
-  cr_assert_eq(ubg_set_variant(ctxs[1], "softmax", "bwd", NULL), UBG_OK);
-  memcpy(y, x, bytes);
-  cr_assert_eq(ubg_softmax_fwd(ctxs[1], dt, R, D, y, y), UBG_OK, "%s", ubg_ctx_error(ctxs[1]));
-  cr_assert(!memcmp(y, y0, bytes), "y over x differs");
-  memcpy(dx, dy, bytes);
-  cr_assert_eq(ubg_softmax_bwd(ctxs[1], dt, R, D, dx, y0, dx), UBG_OK, "%s", ubg_ctx_error(ctxs[1]));
-  cr_assert(!memcmp(dx, dx0, bytes), "dx over dy differs");
-  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
-  free(x), free(dy), free(y), free(y0), free(dx), free(dx0), free(y_ref), free(dx_ref);
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 2);
+  memcpy(t.y, t.x, bytes);
+  cr_assert_eq(ubg_softmax_fwd(ctx, dt, R, D, t.y, t.y), UBG_OK, "%s", ubg_ctx_error(ctx));
+  cr_assert(!memcmp(t.y, t.y0, bytes), "y over x differs");
+  memcpy(t.dx, t.dy, bytes);
+  cr_assert_eq(ubg_softmax_bwd(ctx, dt, R, D, t.dx, t.y0, t.dx), UBG_OK, "%s", ubg_ctx_error(ctx));
+  cr_assert(!memcmp(t.dx, dx0, bytes), "dx over dy differs");
+  ubg_ctx_destroy(ctx);
+  free(t.x), free(t.dy), free(t.y), free(t.y0), free(t.dx), free(dx0), free(t.y_ref), free(t.dx_ref);
 }
 
 Test(softmax, every_variant_against_the_reference, .timeout = 300 * TC_TIME_SCALE) {

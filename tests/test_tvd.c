@@ -24,15 +24,6 @@ static const double dp_atol[3] = {1e-12, 6e-8, 1e-12}, dp_rtol[3] = {1e-6, 1e-3,
 static const char *const reductions[4] = {"mean", "sum", "none", "batchmean"};
 enum { IGNORE = -1 };
 
-static void close_to(const void *got, int dt, const double *want, int64_t n, double atol, double rtol,
-                     const char *what, const char *name, const tvd_case *c, int red) {
-  double err;
-  int64_t bad = ref_compare(got, dt, want, n, atol, rtol, &err);
-  cr_assert(bad < 0, "%s %lldx%lld %s %s: %s[%lld] = %.9g, reference %.9g", name, (long long)c->rows,
-            (long long)c->cols, ug_dtype_name(dt), reductions[red], what, (long long)bad, ref_load(got, bad, dt),
-            want[bad]);
-}
-
 /* labels in [-1, 3): about a quarter of them IGNORE */
 static int64_t *labels_for(int64_t rows, uint64_t seed) {
   int64_t *t = malloc((size_t)(rows ? rows : 1) * sizeof *t);
@@ -40,58 +31,71 @@ static int64_t *labels_for(int64_t rows, uint64_t seed) {
   return t;
 }
 
+/* one case: the inputs (p, q: rows x cols; labels: rows or NULL; dloss:
+ * the loss's shape), the outputs (loss: rows x cols for none, else 1, in
+ * f32; dp: rows x cols) and their references */
+typedef struct {
+  int dt, red;
+  int64_t R, D, nl;
+  void *p, *q, *dp;
+  int64_t *labels;
+  float *dloss, *loss;
+  double *loss_ref, *dp_ref;
+  char shape[64];
+} tvd_state;
+
+static ubg_status run_fwd(ubg_ctx *ctx, void *state) {
+  tvd_state *t = state;
+  return ubg_tvd_fwd(ctx, t->dt, t->R, t->D, t->p, t->q, t->labels, IGNORE, t->red, t->loss);
+}
+static ubg_status run_bwd(ubg_ctx *ctx, void *state) {
+  tvd_state *t = state;
+  return ubg_tvd_bwd(ctx, t->dt, t->R, t->D, t->dloss, t->p, t->q, t->labels, IGNORE, t->red, t->dp);
+}
+static void check_fwd(void *state, const char *variant) {
+  tvd_state *t = state;
+  tc_assert_close(t->loss, UBG_F32, t->loss_ref, t->nl, 1e-7, 1e-6, "%s %s: loss", variant, t->shape);
+}
+static void check_bwd(void *state, const char *variant) {
+  tvd_state *t = state;
+  tc_assert_close(t->dp, t->dt, t->dp_ref, t->R * t->D, dp_atol[t->dt], dp_rtol[t->dt], "%s %s: dp", variant,
+                  t->shape);
+}
+
 static void sweep(int dt, const tvd_case *c, int red, int with_labels) {
   const int64_t R = c->rows, D = c->cols, n = R * D, nl = red == UBG_REDUCE_NONE ? n : 1;
   tc_skip_if_large(n, "rows x cols");
   const size_t bytes = (size_t)n * ref_dtype_bytes(dt), lbytes = (size_t)nl * 4;
-  void *p = tc_tensor(dt, n, 0, 1, (uint64_t)(n + 1)), *q = tc_tensor(dt, n, 0, 1, (uint64_t)(n + 2));
-  int64_t *labels = with_labels ? labels_for(R, (uint64_t)R) : NULL;
-  float *dloss = tc_tensor(UBG_F32, nl, 0.75, red == UBG_REDUCE_NONE ? 1 : 0, 3);
-  float *loss = malloc(lbytes), *loss0 = malloc(lbytes);
-  void *dp = malloc(bytes), *dp0 = malloc(bytes);
-  double *loss_ref = malloc((size_t)nl * sizeof(double)), *dp_ref = malloc((size_t)n * sizeof(double));
-  ref_slot fa[8] = {{.p = p}, {.p = q}, {.p = labels}, {0}, {.i = R}, {.i = D}, {.i = IGNORE}, {.i = red}};
+  tvd_state t = {.dt = dt, .red = red, .R = R, .D = D, .nl = nl};
+  snprintf(t.shape, sizeof t.shape, "%lldx%lld %s %s", (long long)R, (long long)D, ug_dtype_name(dt),
+           reductions[red]);
+  t.p = tc_tensor(dt, n, 0, 1, (uint64_t)(n + 1)), t.q = tc_tensor(dt, n, 0, 1, (uint64_t)(n + 2));
+  t.labels = with_labels ? labels_for(R, (uint64_t)R) : NULL;
+  t.dloss = tc_tensor(UBG_F32, nl, 0.75, red == UBG_REDUCE_NONE ? 1 : 0, 3);
+  t.loss = malloc(lbytes), t.dp = malloc(bytes);
+  t.loss_ref = malloc((size_t)nl * sizeof(double)), t.dp_ref = malloc((size_t)n * sizeof(double));
+  ref_slot fa[8] = {{.p = t.p}, {.p = t.q}, {.p = t.labels}, {0}, {.i = R}, {.i = D}, {.i = IGNORE}, {.i = red}};
   double *fo[8] = {0};
-  fo[3] = loss_ref;
+  fo[3] = t.loss_ref;
   ref_find("tvd", "fwd")->fn(fa, dt, fo);
-  ref_slot ba[9] = {{.p = dloss}, {.p = p},      {.p = q},      {.p = labels}, {0},
-                    {.i = R},      {.i = D},      {.i = IGNORE}, {.i = red}};
+  ref_slot ba[9] = {{.p = t.dloss}, {.p = t.p},    {.p = t.q},    {.p = t.labels}, {0},
+                    {.i = R},        {.i = D},      {.i = IGNORE}, {.i = red}};
   double *bo[9] = {0};
-  bo[4] = dp_ref;
+  bo[4] = t.dp_ref;
   ref_find("tvd", "bwd")->fn(ba, dt, bo);
-  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_AUTO, 2)};
-  for (int pass = 0; pass < 2; pass++) {
-    const char *pn = pass ? "bwd" : "fwd";
-    tc_variants vs = tc_kernel_variants("tvd", pn, dt);
-    for (int v = 0; v < vs.n; v++)
-      for (int k = 0; k < 2; k++) {
-        cr_assert_eq(ubg_set_variant(ctxs[k], "tvd", pn, vs.v[v].name), UBG_OK, "%s", ubg_ctx_error(ctxs[k]));
-        memset(pass ? dp : (void *)loss, 0xff, pass ? bytes : lbytes);
-        const ubg_status s = pass ? ubg_tvd_bwd(ctxs[k], dt, R, D, dloss, p, q, labels, IGNORE, red, dp)
-                                  : ubg_tvd_fwd(ctxs[k], dt, R, D, p, q, labels, IGNORE, red, loss);
-        cr_assert_eq(s, UBG_OK, "%s: %s", vs.v[v].name, ubg_ctx_error(ctxs[k]));
-        if (v == 0 && k == 0) {
-          if (pass) close_to(dp, dt, dp_ref, n, dp_atol[dt], dp_rtol[dt], "dp", vs.v[v].name, c, red);
-          else close_to(loss, UBG_F32, loss_ref, nl, 1e-7, 1e-6, "loss", vs.v[v].name, c, red);
-          memcpy(pass ? dp0 : (void *)loss0, pass ? dp : (void *)loss, pass ? bytes : lbytes);
-        } else {
-          cr_assert(!memcmp(pass ? dp : (void *)loss, pass ? dp0 : (void *)loss0, pass ? bytes : lbytes),
-                    "%s (%d threads) %lldx%lld %s: bits differ", vs.v[v].name, k + 1, (long long)R, (long long)D,
-                    reductions[red]);
-        }
-      }
-    cr_assert_gt(vs.n, 0, "no %s variant", pn);
-    tc_free_variants(&vs);
-  }
-  /* dp over p: the same bits */
-  cr_assert_eq(ubg_set_variant(ctxs[1], "tvd", "bwd", NULL), UBG_OK);
-  memcpy(dp, p, bytes);
-  cr_assert_eq(ubg_tvd_bwd(ctxs[1], dt, R, D, dloss, dp, q, labels, IGNORE, red, dp), UBG_OK, "%s",
-               ubg_ctx_error(ctxs[1]));
-  cr_assert(!memcmp(dp, dp0, bytes), "dp over p differs");
-  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
-  free(p), free(q), free(labels), free(dloss), free(loss), free(loss0), free(dp), free(dp0), free(loss_ref);
-  free(dp_ref);
+  tc_sweep_variants("tvd", "fwd", dt, 0, run_fwd, check_fwd, &t, &(tc_out){t.loss, lbytes}, 1, t.shape);
+  tc_sweep_variants("tvd", "bwd", dt, 0, run_bwd, check_bwd, &t, &(tc_out){t.dp, bytes}, 1, t.shape);
+  /* dp over p: the same bits as the sweep's */
+  void *dp0 = malloc(bytes);
+  memcpy(dp0, t.dp, bytes);
+  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 2);
+  memcpy(t.dp, t.p, bytes);
+  cr_assert_eq(ubg_tvd_bwd(ctx, dt, R, D, t.dloss, t.dp, t.q, t.labels, IGNORE, red, t.dp), UBG_OK, "%s",
+               ubg_ctx_error(ctx));
+  cr_assert(!memcmp(t.dp, dp0, bytes), "dp over p differs");
+  ubg_ctx_destroy(ctx);
+  free(t.p), free(t.q), free(t.labels), free(t.dloss), free(t.loss), free(t.dp), free(dp0), free(t.loss_ref);
+  free(t.dp_ref);
 }
 
 Test(tvd, every_variant_against_the_reference, .timeout = 300 * TC_TIME_SCALE) {

@@ -1,5 +1,6 @@
-/* Shared by the kernel suites: seeded inputs and the feasible variants of a
- * pass. */
+/* Shared by the kernel suites: seeded inputs, the feasible variants of a
+ * pass, outputs against the double reference (tc_assert_close) and the
+ * sweep of every variant on 1 and 2 threads (tc_sweep_variants). */
 #ifndef UBG_TEST_UTIL_H
 #define UBG_TEST_UTIL_H
 
@@ -148,5 +149,84 @@ static inline void tc_drop_cache(void) {
 static inline int64_t tc_block_d(const ug_variant *v) { return v->pt.axis[0]; }
 /* a non-tiled variant needs BLOCK_D >= the tiled dimension */
 static inline int tc_applies(const ug_variant *v, int64_t cols) { return v->pt.tiled || tc_block_d(v) >= cols; }
+
+/* Asserts got (n values in dtype dt) within atol + rtol |want| of the
+ * double reference want, ref_compare's test; on failure the message is the
+ * case the trailing printf format and values describe, ending in the
+ * output's name, then the worst element's index, value and reference:
+ * tc_assert_close(y, dt, y_ref, n, 1e-5, 1e-5, "%s %s: y", variant, dtype)
+ * reports "... : y[17] = 0.25, reference 0.26". */
+#define tc_assert_close(got, dt, want, n, atol, rtol, ...)                                                    \
+  do {                                                                                                        \
+    const void *tc_got_ = (got);                                                                              \
+    const int tc_dt_ = (dt);                                                                                  \
+    const double *tc_want_ = (want);                                                                          \
+    double tc_err_;                                                                                           \
+    const int64_t tc_bad_ = ref_compare(tc_got_, tc_dt_, tc_want_, (n), (atol), (rtol), &tc_err_);            \
+    char tc_case_[256] = "";                                                                                  \
+    if (tc_bad_ >= 0) snprintf(tc_case_, sizeof tc_case_, __VA_ARGS__);                                       \
+    /* the message's values are read only where one failed (--full-stats formats it on passing too) */        \
+    cr_assert(tc_bad_ < 0, "%s[%lld] = %.9g, reference %.9g", tc_case_, (long long)tc_bad_,                   \
+              tc_bad_ < 0 ? 0.0 : ref_load(tc_got_, tc_bad_, tc_dt_), tc_bad_ < 0 ? 0.0 : tc_want_[tc_bad_]); \
+  } while (0)
+
+/* An output of the op a sweep runs: where it is and how many bytes. */
+typedef struct {
+  void *p;
+  size_t bytes;
+} tc_out;
+
+/* Calls the op's typed entry point on ctx with the inputs and outputs that
+ * state holds. */
+typedef ubg_status (*tc_run_fn)(ubg_ctx *ctx, void *state);
+/* Asserts the outputs of the first call against the reference; variant
+ * names the variant that ran, for the messages. */
+typedef void (*tc_check_fn)(void *state, const char *variant);
+
+/* Every feasible variant of <kernel>.<pass> for dtype dt, forced, on a
+ * 1-thread and a 2-thread context: each call's outputs are filled with 0xff
+ * first; the first call's (the first variant, 1 thread) are checked against
+ * the reference by check, and every other call must give their bits.
+ * A variant that is not tiled (tiled 0, or -1 in a pass without a tiled
+ * axis) and whose BLOCK_D is below cols is left out (cols 0: none is), and
+ * at least one must run. shape describes the case (its dtype included) in
+ * the messages. On return the outputs hold the bits every call gave. */
+static inline void tc_sweep_variants(const char *kernel, const char *pass, int dt, int64_t cols, tc_run_fn run,
+                                     tc_check_fn check, void *state, const tc_out *outs, int nout,
+                                     const char *shape) {
+  void *first[8];
+  cr_assert(nout <= 8, "%s.%s: %d outputs, more than a sweep keeps", kernel, pass, nout);
+  for (int o = 0; o < nout; o++) first[o] = malloc(outs[o].bytes ? outs[o].bytes : 1);
+  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_AUTO, 2)};
+  tc_variants vs = tc_kernel_variants(kernel, pass, dt);
+  int ran = 0;
+  const char *first_name = "";
+  for (int v = 0; v < vs.n; v++) {
+    if (vs.v[v].pt.tiled <= 0 && tc_block_d(&vs.v[v]) < cols) continue;
+    const char *name = vs.v[v].name;
+    for (int k = 0; k < 2; k++) {
+      cr_assert_eq(ubg_set_variant(ctxs[k], kernel, pass, name), UBG_OK, "%s.%s %s: %s", kernel, pass, name,
+                   ubg_ctx_error(ctxs[k]));
+      for (int o = 0; o < nout; o++) memset(outs[o].p, 0xff, outs[o].bytes);
+      const ubg_status s = run(ctxs[k], state);
+      cr_assert_eq(s, UBG_OK, "%s (%d threads) %s: %s", name, k + 1, shape, ubg_ctx_error(ctxs[k]));
+      if (ran == 0 && k == 0) {
+        first_name = name;
+        check(state, name);
+        for (int o = 0; o < nout; o++) memcpy(first[o], outs[o].p, outs[o].bytes);
+      } else {
+        for (int o = 0; o < nout; o++)
+          cr_assert(!memcmp(outs[o].p, first[o], outs[o].bytes),
+                    "%s.%s %s (%d threads) %s: output %d's bits differ from %s's (1 thread)", kernel, pass, name, k + 1,
+                    shape, o, first_name);
+      }
+    }
+    ran++;
+  }
+  cr_assert_gt(ran, 0, "no %s.%s variant applies to %s", kernel, pass, shape);
+  tc_free_variants(&vs);
+  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
+  for (int o = 0; o < nout; o++) free(first[o]);
+}
 
 #endif
