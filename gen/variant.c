@@ -102,7 +102,7 @@ void ug_sample_mark(const ug_variant *v, int n, int every, bool *keep) {
   int widest = -1, first_tiled = -1;
   for (int i = 0; i < n; i++) {
     if (v[i].pt.tiled == 1 && first_tiled < 0) first_tiled = i;
-    if (v[i].pt.tiled == 0 && (widest < 0 || v[i].pt.axis[0] > v[widest].pt.axis[0])) widest = i;
+    if (v[i].pt.tiled != 1 && (widest < 0 || v[i].pt.axis[0] > v[widest].pt.axis[0])) widest = i;
   }
   for (int i = 0; i < n; i++)
     if (i % every == 0 || i == widest || i == first_tiled) keep[i] = true;

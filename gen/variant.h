@@ -25,7 +25,8 @@ int ug_find_variant(const ug_pass *p, const char *name, ug_variant *out, ug_diag
  * of one pass and dtype in enumeration order: every `every`th, plus the
  * first tiled one and the widest whole-row one, so that every row length
  * still has a variant of each kind that applies (a tiled one applies to any
- * length, a whole-row one up to its BLOCK_D). A reduced build (ubgen emit
+ * length, a whole-row one up to its BLOCK_D; a spec without a tiled axis
+ * has whole-row variants only). A reduced build (ubgen emit
  * --sample) and a reduced test run (TC_REDUCED) both take it. */
 void ug_sample_mark(const ug_variant *v, int n, int every, bool *keep);
 
