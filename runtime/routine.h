@@ -57,7 +57,7 @@ typedef struct rt_routine {
 /* the routines, listed in routines.c (a table, not constructors: a static
  * link keeps only the objects something names) */
 UBG_HIDDEN extern const rt_routine rt_routine_zero, rt_routine_store, rt_routine_convert, rt_routine_ce_rows,
-    rt_routine_gemm_onednn;
+    rt_routine_gemm_onednn, rt_routine_moe_mm_onednn, rt_routine_moe_dw_onednn;
 UBG_HIDDEN const rt_routine *rt_routine_find(const char *name);
 
 /* an argument by name: its index, or -1 when the step binds none */

@@ -10,7 +10,8 @@
 #include "routine.h"
 
 static const rt_routine *const routines[] = {&rt_routine_zero,    &rt_routine_store,  &rt_routine_convert,
-                                             &rt_routine_ce_rows, &rt_routine_gemm_onednn};
+                                             &rt_routine_ce_rows, &rt_routine_gemm_onednn,
+                                             &rt_routine_moe_mm_onednn, &rt_routine_moe_dw_onednn};
 
 const rt_routine *rt_routine_find(const char *name) {
   for (size_t i = 0; name && i < sizeof routines / sizeof routines[0]; i++)

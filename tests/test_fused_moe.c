@@ -7,6 +7,10 @@
  * so do tcc's JIT of the kernels and a forced chunk of tokens for everything but the weights'
  * gradients in f16 and bf16 (rounded to the dtype once per chunk); an
  * expert index outside [0, E) and the other bad calls write nothing.
+ * All of that on the generated GEMMs (gemm=generated); on oneDNN's
+ * (gemm=onednn, the default where it runs the dtype) the same cases are
+ * near the reference, and one shape and thread count give the same bits
+ * from call to call and from context to context.
  *
  * The spec's per-pass references (specs/fused_moe_ref.c), composed as the
  * composites run them, give the loop's values too.
@@ -17,6 +21,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 
+#include "../runtime/gemm_onednn.h"
 #include "test_util.h"
 
 typedef struct {
@@ -137,6 +142,12 @@ static void free_out(moe_out *o) {
   free(o->out), free(o->dx), free(o->dgup), free(o->ddown), free(o->dtw), free(o->pre_act);
 }
 
+/* forces name (a variant of both composites, partial or whole) on ctx */
+static void force(ubg_ctx *ctx, const char *name) {
+  cr_assert_eq(ubg_set_variant(ctx, "fused_moe", "forward", name), UBG_OK, "%s: %s", name, ubg_ctx_error(ctx));
+  cr_assert_eq(ubg_set_variant(ctx, "fused_moe", "backward", name), UBG_OK, "%s: %s", name, ubg_ctx_error(ctx));
+}
+
 static void run(ubg_ctx *ctx, int dt, const moe_case *c, const moe_in *in, moe_out *o, const char *how) {
   const int64_t T = c->tokens, H = c->hidden, I = c->inter, E = c->experts, K = c->top_k;
   cr_assert_eq(ubg_fused_moe_forward(ctx, dt, T, H, I, E, K, in->x, in->gup, in->down, in->idx, in->w, o->out,
@@ -163,6 +174,7 @@ static void sweep(int dt, const moe_case *c) {
   snprintf(how, sizeof how, "%s T %lld H %lld I %lld E %lld K %lld", dt == 0 ? "f32" : dt == 1 ? "f16" : "bf16",
            (long long)T, (long long)H, (long long)I, (long long)E, (long long)K);
   ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 1), tc_ctx(UBG_BACKEND_AUTO, 2)};
+  force(ctxs[0], "gemm=generated"), force(ctxs[1], "gemm=generated");
   run(ctxs[0], dt, c, &in, &o[0], how);
   near("out", how, dt, o[0].out, out_ref, T * H);
   near("dx", how, dt, o[0].dx, dx_ref, T * H);
@@ -175,8 +187,7 @@ static void sweep(int dt, const moe_case *c) {
                 !memcmp(o[0].ddown, o[1].ddown, ndown) && !memcmp(o[0].dtw, o[1].dtw, ntw),
             "%s: 1 and 2 threads give different bits", how);
   /* chunks of tokens: the same bits but for the weights' gradients in f16 and bf16, near */
-  cr_assert_eq(ubg_set_variant(ctxs[1], "fused_moe", "forward", c->chunk), UBG_OK, "%s", ubg_ctx_error(ctxs[1]));
-  cr_assert_eq(ubg_set_variant(ctxs[1], "fused_moe", "backward", c->chunk), UBG_OK, "%s", ubg_ctx_error(ctxs[1]));
+  force(ctxs[1], c->chunk); /* a whole name: gemm=generated */
   run(ctxs[1], dt, c, &in, &o[1], how);
   cr_assert(!memcmp(o[0].out, o[1].out, nx) && !memcmp(o[0].dx, o[1].dx, nx) && !memcmp(o[0].dtw, o[1].dtw, ntw),
             "%s, %s: out, dx or dtop_k_weights differ from one chunk's", how, c->chunk);
@@ -197,6 +208,7 @@ static void sweep(int dt, const moe_case *c) {
             how);
   /* tcc's JIT of every pass (the GEMMs' plain fmaf loop among them): the same bits */
   ubg_ctx *tcc = tc_ctx(UBG_BACKEND_TCC, 2);
+  force(tcc, "gemm=generated");
   run(tcc, dt, c, &in, &o[1], how);
   cr_assert(!memcmp(o[0].out, o[1].out, nx) && !memcmp(o[0].dx, o[1].dx, nx) && !memcmp(o[0].dgup, o[1].dgup, ngup) &&
                 !memcmp(o[0].ddown, o[1].ddown, ndown) && !memcmp(o[0].dtw, o[1].dtw, ntw),
@@ -211,6 +223,59 @@ static void sweep(int dt, const moe_case *c) {
 Test(fused_moe, against_the_reference, .timeout = 300 * TC_TIME_SCALE) {
   for (int dt = 0; dt < 3; dt++)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) sweep(dt, &cases[c]);
+}
+
+/* oneDNN's GEMMs: near the reference (in bf16 act and dh rounded to bf16
+ * for the library, as torch's matmuls take them), whole and in chunks; the
+ * same bits from call to call and context to context at one thread count */
+static void sweep_onednn(int dt, const moe_case *c) {
+  const int64_t T = c->tokens, H = c->hidden, I = c->inter, E = c->experts, K = c->top_k;
+  const size_t es = ref_dtype_bytes(dt), nx = (size_t)(T * H) * es, ngup = (size_t)(E * 2 * I * H) * es,
+               ndown = (size_t)(E * H * I) * es, ntw = (size_t)(T * K) * es;
+  moe_in in = make_inputs(dt, c);
+  double *out_ref = malloc((size_t)(T * H + 1) * sizeof(double)), *dx_ref = malloc((size_t)(T * H + 1) * sizeof(double)),
+         *dgup_ref = malloc((size_t)(E * 2 * I * H) * sizeof(double)),
+         *ddown_ref = malloc((size_t)(E * H * I) * sizeof(double)), *dtw_ref = malloc((size_t)(T * K + 1) * sizeof(double));
+  op_ref(dt, c, &in, out_ref, dx_ref, dgup_ref, ddown_ref, dtw_ref);
+  moe_out o[2] = {alloc_out(c, es), alloc_out(c, es)};
+  char how[160], chunked[64];
+  snprintf(how, sizeof how, "gemm=onednn %s T %lld H %lld I %lld E %lld K %lld", ug_dtype_name(dt), (long long)T,
+           (long long)H, (long long)I, (long long)E, (long long)K);
+  snprintf(chunked, sizeof chunked, "%s,gemm=onednn", c->chunk);
+  ubg_ctx *ctxs[2] = {tc_ctx(UBG_BACKEND_AUTO, 2), tc_ctx(UBG_BACKEND_AUTO, 2)};
+  force(ctxs[0], "gemm=onednn"), force(ctxs[1], "gemm=onednn");
+  for (int pass = 0; pass < 2; pass++) {
+    run(ctxs[0], dt, c, &in, &o[pass], how);
+    cr_assert(strstr(ubg_ctx_last_variant(ctxs[0]), "onednn"), "%s: ran %s", how, ubg_ctx_last_variant(ctxs[0]));
+    near("out", how, dt, o[pass].out, out_ref, T * H);
+    near("dx", how, dt, o[pass].dx, dx_ref, T * H);
+    near("dgate_up_proj", how, dt, o[pass].dgup, dgup_ref, E * 2 * I * H);
+    near("ddown_proj", how, dt, o[pass].ddown, ddown_ref, E * H * I);
+    near("dtop_k_weights", how, dt, o[pass].dtw, dtw_ref, T * K);
+    if (pass == 0) force(ctxs[0], chunked);
+  }
+  /* the whole call again, on another context: the first call's bits */
+  run(ctxs[1], dt, c, &in, &o[1], how);
+  cr_assert(!memcmp(o[0].out, o[1].out, nx) && !memcmp(o[0].dx, o[1].dx, nx) && !memcmp(o[0].dgup, o[1].dgup, ngup) &&
+                !memcmp(o[0].ddown, o[1].ddown, ndown) && !memcmp(o[0].dtw, o[1].dtw, ntw),
+            "%s: another call gives other bits", how);
+  ubg_ctx_destroy(ctxs[0]), ubg_ctx_destroy(ctxs[1]);
+  free_out(&o[0]), free_out(&o[1]);
+  free_inputs(&in);
+  free(out_ref), free(dx_ref), free(dgup_ref), free(ddown_ref), free(dtw_ref);
+}
+
+Test(fused_moe, on_onednn, .timeout = 300 * TC_TIME_SCALE) {
+  for (int dt = 0; dt < 3; dt++) {
+    ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 0);
+    const ubg_status s = ubg_set_variant(ctx, "fused_moe", "forward", "gemm=onednn");
+    const bool runs = !rt_dnnl_missing() && rt_dnnl_runs((ubg_dtype)dt);
+    if (rt_dnnl_missing())
+      cr_assert(s == UBG_ENOTFOUND && strstr(ubg_ctx_error(ctx), "built without oneDNN"), "%s", ubg_ctx_error(ctx));
+    ubg_ctx_destroy(ctx);
+    if (!runs) continue;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) sweep_onednn(dt, &cases[c]);
+  }
 }
 
 /* doubles (a reference's output) as floats or int64s, as the kernels keep them */
