@@ -26,6 +26,25 @@ static void rope_tables(const {{T}} *cos, const {{T}} *sin, ubg_i64 at, ubg_i64 
   }
 }
 
+/* y[at, at + n) = src[0, n) in {{dtype}} (store_f32); bf16 with 16-lane
+ * vectors goes 32 lanes, a whole 64-byte line, at a time, so a streaming
+ * store leaves its write-combining buffer full, not in halves (up to a
+ * chunk holding an f32 subnormal: store_f32 does the rest) */
+UBG_INLINE void rope_store({{T}} *y, ubg_i64 at, const float *UBG_RESTRICT src, ubg_i64 n, int stream) {
+  ubg_i64 k = 0;
+{{#is_bf16}}
+#if defined(UBG_V16) && !defined(__TINYC__)
+  for (; k + 32 <= n; k += 32) {
+    unsigned sub = 0;
+    const ubg_i16x32 h = ubg_v_to_bf16x32(ubg_v_ld(src + k), ubg_v_ld(src + k + 16), &sub);
+    if (sub) break;
+    ubg_v_st_x32(y, at + k, h, stream);
+  }
+#endif
+{{/is_bf16}}
+  store_f32(y, at + k, src + k, n - k, stream);
+}
+
 /* rope_rotate: for each head's row x = [x1, x2] ([d/2] each), pairs [j0, j0 + m):
  *   y1 = x1 c_a - x2 s1,  y2 = x2 c_b + x1 s2
  * head h's row of x at x0 + h * x_head, of y at y0 + h * d (x_head = d:
@@ -47,7 +66,7 @@ static void rope_rotate(const {{T}} *x, {{T}} *y, ubg_i64 x0, ubg_i64 x_head, ub
       const float a = x1[j], b = x2[j];
       x1[j] = a * c_a[j] - b * s1[j], x2[j] = b * c_b[j] + a * s2[j];
     }
-    store_f32(y, at, x1, m, stream);
-    store_f32(y, at + half, x2, m, stream);
+    rope_store(y, at, x1, m, stream);
+    rope_store(y, at + half, x2, m, stream);
   }
 }
