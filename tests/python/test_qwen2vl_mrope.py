@@ -82,3 +82,46 @@ def test_bad_input_is_refused_by_name():
         ut.mrope(q, k, cos[..., :8], sin[..., :8], [2, 1, 1])
     with pytest.raises(TypeError, match="k has dtype"):
         ut.mrope(q, k.double(), cos, sin, [4, 2, 2])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("layout", ["token_major", "head_major", "unsqueeze_dim_2"])
+def test_the_streams_give_the_bits_of_the_picked_table(layout, dtype):
+    """the kernel reads each pair's cos and sin from its stream: the bits of
+    rope on the [B, T, D] table transformers picks, forward and backward,
+    whether q, k and the incoming gradients lie token-major or head-major"""
+    sections = [16, 24, 24]
+    q, k, cos, sin = inputs(2, 9, 4, 2, 128, dtype)
+    if layout == "head_major":  # a model's [B, H, T, D], contiguous
+        q, k = (t.detach().contiguous().requires_grad_() for t in (q, k))
+    dim = 2 if layout == "unsqueeze_dim_2" else 1
+    if dim == 2:
+        q, k = (t.detach().transpose(1, 2).requires_grad_() for t in (q, k))
+    grads = torch.randn(q.shape).to(dtype), torch.randn(k.shape).to(dtype)
+    got, want = [], []
+    for fn, c, s in ((ut.mrope, cos, sin), (None, picked(cos, sections), picked(sin, sections))):
+        q1, k1 = (t.detach().clone(memory_format=torch.preserve_format).requires_grad_() for t in (q, k))
+        out = fn(q1, k1, c, s, sections, dim) if fn else ut.rope(q1, k1, c, s, None, dim)
+        torch.autograd.backward(out, grads)
+        (got if fn else want).append(out + (q1.grad, k1.grad))
+    for a, b in zip(got[0], want[0]):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_the_bits_are_the_f32_formula_rounded_once(dtype):
+    """each output is its f32 products and sum (no fused multiply-add),
+    rounded once to the dtype: what torch's f32 ops give, bit for bit"""
+    sections = [16, 24, 24]
+    q, k, cos, sin = inputs(2, 9, 4, 2, 128, dtype)
+    c, s = (picked(t, sections).float().unsqueeze(1) for t in (cos, sin))
+    gq, gk = torch.randn(q.shape).to(dtype), torch.randn(k.shape).to(dtype)
+    out = ut.mrope(q, k, cos, sin, sections)
+    torch.autograd.backward(out, (gq, gk))
+    for x, g, y, dx in ((q, gq, out[0], q.grad), (k, gk, out[1], k.grad)):
+        x1, x2 = x.detach().float().chunk(2, -1)
+        g1, g2 = g.float().chunk(2, -1)
+        ca, cb = c.chunk(2, -1)
+        sa, sb = s.chunk(2, -1)
+        assert torch.equal(y, torch.cat((x1 * ca - x2 * sa, x2 * cb + x1 * sb), -1).to(dtype))
+        assert torch.equal(dx, torch.cat((g1 * ca + g2 * sb, g2 * cb - g1 * sa), -1).to(dtype))
