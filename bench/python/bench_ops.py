@@ -19,6 +19,7 @@ FLCE that less the gradients' own bytes (dx, dW), which both must hold. Writes L
 """
 import argparse
 import ctypes
+import os
 import sys
 import time
 
@@ -230,7 +231,7 @@ def neighborhood_attention_case(N, dt, B=2, H=8, D=64, kernel_size=7, dilation=1
                               lambda y: g),
         "torch": lambda: step(eager, (q, k, v), lambda y: g),
         "copy": row_copies(q.nbytes, 4.0, 8.0),
-    }
+    }, None
 
 
 MHC_CFG = dict(tmax=20, rms_eps=1e-6, pre_eps=0.0, sinkhorn_eps=1e-6, post_mult=2.0)  # Liger's benchmark defaults
@@ -750,7 +751,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="one shape per op")
     ap.add_argument("--ops", default=",".join(list(OPS) + ["overhead"]))
     a = ap.parse_args()
-    common.set_threads(__import__("os").cpu_count() or 1)
+    common.set_threads(len(os.sched_getaffinity(0)))  # the CPUs this process may run on (taskset -c 0,1: two)
     print("threads: torch %d, ubgen %s; library %s" % (torch.get_num_threads(), ubgen.context().settings["threads"]
                                                         or "all", ubgen.LIB_PATH), flush=True)
     records = []
