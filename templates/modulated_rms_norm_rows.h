@@ -14,3 +14,13 @@ UBG_INLINE void load_mod(float *UBG_RESTRICT mod, const void *scale, ubg_i64 bas
   }
 #endif
 }
+{{^is_f32}}
+
+#if !defined(__TINYC__) && defined(UBG_V16)
+/* load_mod's rnd(1 + scale[i, i + 16)) in registers; a lane holding an f32
+ * subnormal before the rounding is ORed into *sub (prelude.h) */
+UBG_INLINE ubg_f32x16 mod16(const void *scale, ubg_i64 i, unsigned *sub) {
+  return ubg_v_rnd_{{dtype}}(1.0f + ld16(scale, i), sub);
+}
+#endif
+{{/is_f32}}
