@@ -51,13 +51,17 @@ $(BUILD)/tests/noaot_test: tests/noaot/test_noaot.c $(NOAOT)/lib/libubgen.a $(RE
 
 test-build: $(TEST_BINS) $(UBGEN) $(BUILD)/tests/noaot_test
 
-# Criterion runs the tests of a binary in parallel (one process each).
+# Criterion runs the tests of a binary in parallel (one process each), and
+# mk/run-tests.sh two binaries at a time; the suites that time their tests
+# or measure the resident set run alone after them.
+TEST_ALONE := $(BUILD)/tests/test_tune_timing $(BUILD)/tests/test_concurrency
 # OMP_WAIT_POLICY=passive: with two such processes on two cores, each
 # context's OpenMP threads would spin waiting for a core the other process
 # holds (test_inputs took 16 s instead of 1, the suite 175 s instead of 110).
 test: deps-test
 	$(MAKE) -j$(NPROC) all test-build
-	@set -e; export OMP_WAIT_POLICY=passive UBGEN_TEST_PYTHON=$(PYTHON); for t in $(TEST_BINS) $(BUILD)/tests/noaot_test; do echo "== $$t"; $$t --jobs 2 --short-filename; done
+	@export OMP_WAIT_POLICY=passive UBGEN_TEST_PYTHON=$(PYTHON); \
+	  sh mk/run-tests.sh -j $(NPROC) $(filter-out $(TEST_ALONE),$(TEST_BINS)) $(BUILD)/tests/noaot_test --alone $(TEST_ALONE)
 	@echo "all test binaries passed"
 	$(if $(findstring -fsanitize,$(CFLAGS)),@echo "the Python tests are not run on a sanitized library (ctypes cannot load it)",$(MAKE) test-python)
 
@@ -131,7 +135,7 @@ VG_LOGS  := $(VG_BUILD)/logs
 VG_SKIP  := $(BUILD)/tests/test_cli
 VG_OPTS  := --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect \
   --errors-for-leak-kinds=definite,indirect --trace-children=yes --log-file=$(CURDIR)/$(VG_LOGS)/%p.log \
-  --trace-children-skip='*/sh,*/dash,*/bash,*/timeout,*/rm,*/cc,*/gcc*,*/cc1,*/as,*/ld,*/ld.*,*/collect2' \
+  --trace-children-skip=*/sh,*/dash,*/bash,*/timeout,*/rm,*/cc,*/gcc*,*/cc1,*/as,*/ld,*/ld.*,*/collect2 \
   --suppressions=$(CURDIR)/tests/valgrind.supp
 VG_ERRORS := grep -lE 'ERROR SUMMARY: [1-9]|Invalid (read|write|free)|uninitialised|Mismatched free|Syscall param' \
   $(VG_LOGS)/*.log
@@ -142,11 +146,10 @@ test-valgrind: deps-valgrind
 	$(MAKE) -j$(NPROC) BUILD=$(VG_BUILD) MARCH=x86-64-v3 KOPT=-O2 ONEDNN= SAMPLE=$(VG_SAMPLE) \
 	  CFLAGS='-O2 -g -DTC_VALGRIND -DTC_REDUCED=$(VG_SAMPLE) -DTC_TIME_SCALE=40' all test-build
 	@rm -rf $(VG_LOGS) && mkdir -p $(VG_LOGS)
-	@set -e; export OMP_WAIT_POLICY=passive; \
-	for t in $(patsubst $(BUILD)/%,$(VG_BUILD)/%,$(filter-out $(VG_SKIP),$(TEST_BINS))) $(VG_BUILD)/tests/noaot_test; do \
-	  echo "== valgrind $$t"; \
-	  valgrind $(VG_OPTS) $$t --jobs $(NPROC) --short-filename || { $(VG_ERRORS) | xargs -r cat; exit 1; }; \
-	done
+	@export OMP_WAIT_POLICY=passive; \
+	sh mk/run-tests.sh -j $(NPROC) -w "valgrind $(VG_OPTS)" \
+	  $(patsubst $(BUILD)/%,$(VG_BUILD)/%,$(filter-out $(VG_SKIP),$(TEST_BINS))) $(VG_BUILD)/tests/noaot_test \
+	  || { $(VG_ERRORS) | xargs -r cat; exit 1; }
 	@bad=$$($(VG_ERRORS)); if [ -n "$$bad" ]; then cat $$bad; exit 1; fi
 	@echo "valgrind: $$(ls $(VG_LOGS) | wc -l) processes, no memory error or leak"
 
