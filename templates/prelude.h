@@ -199,6 +199,13 @@ UBG_INLINE ubg_f32x16 ubg_v_fma(ubg_f32x16 a, ubg_f32x16 b, ubg_f32x16 c) {
   return c;
 #endif
 }
+/* the 8 complex numbers of x, pairs of lanes (re, im), times those given
+ * by fr = (re', re') and fi = (-im', im') per pair: x fr + swap(x) fi, so
+ * lane re re' + im (-im'), lane im im re' + re im' (a swap within each
+ * pair, two products and a sum, each rounded as written) */
+UBG_INLINE ubg_f32x16 ubg_v_mul_pairs(ubg_f32x16 x, ubg_f32x16 fr, ubg_f32x16 fi) {
+  return x * fr + __builtin_shufflevector(x, x, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14) * fi;
+}
 /* s in every lane (one broadcast; a loop of lane stores is not merged) */
 UBG_INLINE ubg_f32x16 ubg_v_splat(float s) { return (ubg_f32x16){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s}; }
 /* v streamed (non-temporal) to p when p starts a 64-byte line: 1, else 0

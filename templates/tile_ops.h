@@ -215,3 +215,26 @@ UBG_INLINE ubg_f32x16 ld16(const void *src, ubg_i64 i) {
 }
 
 #endif
+
+/* dst[base, base + n) = rnd(the pairs (re, im) of src[base, base + n)
+ * times the complex numbers of fr and fi[0, n), pairs (re', re') and
+ * (-im', im'): element e is src[e] fr[e] + src[e ^ 1] fi[e]), n even; dst
+ * may be src. gcc: 16 lanes at a time in registers (ubg_v_mul_pairs, the
+ * same operations), bf16 a 64-byte line per store. */
+UBG_INLINE void mul_pairs(void *dst, const void *src, ubg_i64 base, const float *UBG_RESTRICT fr,
+                          const float *UBG_RESTRICT fi, ubg_i64 n, int stream) {
+  ubg_i64 e = 0;
+#ifndef __TINYC__
+  for (; e + 32 <= n; e += 32)
+    store32(dst, base + e, ubg_v_mul_pairs(ld16(src, base + e), ubg_v_ld(fr + e), ubg_v_ld(fi + e)),
+            ubg_v_mul_pairs(ld16(src, base + e + 16), ubg_v_ld(fr + e + 16), ubg_v_ld(fi + e + 16)), stream);
+  for (; e + 16 <= n; e += 16)
+    store16(dst, base + e, ubg_v_mul_pairs(ld16(src, base + e), ubg_v_ld(fr + e), ubg_v_ld(fi + e)), stream);
+#endif
+  (void)stream;
+  for (; e < n; e += 2) {
+    const float re = LD(src, base + e), im = LD(src, base + e + 1);
+    ST(dst, base + e, re * fr[e] + im * fi[e]);
+    ST(dst, base + e + 1, im * fr[e + 1] + re * fi[e + 1]);
+  }
+}
