@@ -204,7 +204,14 @@ UBG_INLINE ubg_f32x16 ubg_v_fma(ubg_f32x16 a, ubg_f32x16 b, ubg_f32x16 c) {
  * lane re re' + im (-im'), lane im im re' + re im' (a swap within each
  * pair, two products and a sum, each rounded as written) */
 UBG_INLINE ubg_f32x16 ubg_v_mul_pairs(ubg_f32x16 x, ubg_f32x16 fr, ubg_f32x16 fi) {
-  return x * fr + __builtin_shufflevector(x, x, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14) * fi;
+#if defined(__AVX512F__)
+  const ubg_f32x16 swapped = (ubg_f32x16)_mm512_permute_ps((__m512)x, 0xb1); /* lanes 1 0 3 2 ... */
+#else
+  ubg_f32x16 swapped;
+  int l;
+  for (l = 0; l < 16; l++) swapped[l] = x[l ^ 1];
+#endif
+  return x * fr + swapped * fi;
 }
 /* s in every lane (one broadcast; a loop of lane stores is not merged) */
 UBG_INLINE ubg_f32x16 ubg_v_splat(float s) { return (ubg_f32x16){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s}; }
