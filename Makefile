@@ -51,9 +51,12 @@ BASE     := -std=c11 -D_GNU_SOURCE -fPIC $(WARN)
 LIBFLAGS := $(BASE) -fvisibility=hidden -fopenmp -DUBGEN_SOURCE_DIR='"$(CURDIR)"' -DUBGEN_JIT_MARCH='"$(MARCH)"' \
             -DUBGEN_VERSION='"$(VERSION)"'
 # every kernel: the flags that make gcc and tcc agree bit for bit (no FMA contraction);
-# KOPT, their optimization (the valgrind build's kernels compile at -O2, twice as fast)
+# KOPT, their optimization (the valgrind build's kernels compile at -O2, twice as fast);
+# -Wno-psabi: the prelude's 64-byte vector functions are static, so the ABI gcc warns of
+# in builds without AVX-512 is never crossed
 KOPT     ?= -O3
-KFLAGS   := -std=c11 $(KOPT) -march=$(MARCH) -ffp-contract=off -fno-math-errno -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-function
+KFLAGS   := -std=c11 $(KOPT) -march=$(MARCH) -ffp-contract=off -fno-math-errno -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-function \
+            -Wno-psabi
 LDLIBS   := -ljansson -ltcc -ldl -lm -lpthread
 ifeq ($(ONEDNN),onednn)
 LIBFLAGS += -DUBG_HAVE_ONEDNN

@@ -27,9 +27,9 @@ done
 out=$(mktemp -d) || exit 1
 trap 'rm -rf "$out"' EXIT
 # one binary: its output to a file, printed under a lock when it ends
-run_one='set -f; t=$1; log=$(mktemp "$2/log.XXXXXX")
+run_one='set -f; t=$1; log=$(mktemp "$2/log.XXXXXX"); t0=$(date +%s)
 $3 "$t" --jobs 2 --short-filename > "$log" 2>&1; rc=$?
-{ flock 9; echo "== $t"; cat "$log"; [ $rc = 0 ] || echo "$t" >> "$2/failed"; } 9> "$2/lock"'
+{ flock 9; echo "== $t ($(( $(date +%s) - t0 )) s)"; cat "$log"; [ $rc = 0 ] || echo "$t" >> "$2/failed"; } 9> "$2/lock"'
 printf '%s\n' $together | xargs -r -P "$jobs" -I{} sh -c "$run_one" sh {} "$out" "$wrapper"
 for t in $alone; do sh -c "$run_one" sh "$t" "$out" "$wrapper"; done
 if [ -s "$out/failed" ]; then echo "failed:"; cat "$out/failed"; exit 1; fi

@@ -26,9 +26,10 @@ fi
 # kernel names are <kernel>_<pass>_<dtype>_<block sizes>_<n|t>: one per name less its sizes
 sample=$(ls "$src"/*.c | grep -v registry | awk -F/ '{ n = $NF; k = n; sub(/_[bdm][0-9].*/, "", k);
   k = k (n ~ /_t\.c$/ ? "t" : "n"); if (!(k in seen)) { seen[k] = 1; print } }')
+# one compile a (file, -march) pair, $jobs at a time: xargs fails if any does
+jobs=$(nproc 2>/dev/null || echo 2)
 for m in $march x86-64-v3 x86-64; do
-  for f in $sample; do
-    $cc $kflags -march=$m -c "$f" -o "$out/k.o"; n=$((n + 1))
-  done
-done
+  for f in $sample; do echo "$m $f"; done
+done | xargs -P "$jobs" -L 1 sh -c '"$0" '"$kflags"' -march="$1" -c "$2" -o "'"$out"'/$(basename "$2" .c)-$1.o"' "$cc"
+n=$((n + 3 * $(echo "$sample" | wc -l)))
 echo "$cc: $n compiles, no error ($(echo "$sample" | wc -l) kernels for $march, x86-64-v3 and x86-64)"

@@ -55,13 +55,17 @@ test-build: $(TEST_BINS) $(UBGEN) $(BUILD)/tests/noaot_test
 # mk/run-tests.sh two binaries at a time; the suites that time their tests
 # or measure the resident set run alone after them.
 TEST_ALONE := $(BUILD)/tests/test_tune_timing $(BUILD)/tests/test_concurrency
+# the longest suites (under valgrind most of all) start first, so that the
+# binaries left running side by side at the end are short ones
+TEST_SLOW  := $(patsubst %,$(BUILD)/tests/test_%,flce jit_kernels rms_norm glu fused_linear_jsd poly_norm jit)
+TEST_ORDER := $(TEST_SLOW) $(filter-out $(TEST_SLOW),$(TEST_BINS)) $(BUILD)/tests/noaot_test
 # OMP_WAIT_POLICY=passive: with two such processes on two cores, each
 # context's OpenMP threads would spin waiting for a core the other process
 # holds (test_inputs took 16 s instead of 1, the suite 175 s instead of 110).
 test: deps-test
 	$(MAKE) -j$(NPROC) all test-build
 	@export OMP_WAIT_POLICY=passive UBGEN_TEST_PYTHON=$(PYTHON); \
-	  sh mk/run-tests.sh -j $(NPROC) $(filter-out $(TEST_ALONE),$(TEST_BINS)) $(BUILD)/tests/noaot_test --alone $(TEST_ALONE)
+	  sh mk/run-tests.sh -j $(NPROC) $(filter-out $(TEST_ALONE),$(TEST_ORDER)) --alone $(TEST_ALONE)
 	@echo "all test binaries passed"
 	$(if $(findstring -fsanitize,$(CFLAGS)),@echo "the Python tests are not run on a sanitized library (ctypes cannot load it)",$(MAKE) test-python)
 
@@ -148,7 +152,7 @@ test-valgrind: deps-valgrind
 	@rm -rf $(VG_LOGS) && mkdir -p $(VG_LOGS)
 	@export OMP_WAIT_POLICY=passive; \
 	sh mk/run-tests.sh -j $(NPROC) -w "valgrind $(VG_OPTS)" \
-	  $(patsubst $(BUILD)/%,$(VG_BUILD)/%,$(filter-out $(VG_SKIP),$(TEST_BINS))) $(VG_BUILD)/tests/noaot_test \
+	  $(patsubst $(BUILD)/%,$(VG_BUILD)/%,$(filter-out $(VG_SKIP),$(TEST_ORDER))) \
 	  || { $(VG_ERRORS) | xargs -r cat; exit 1; }
 	@bad=$$($(VG_ERRORS)); if [ -n "$$bad" ]; then cat $$bad; exit 1; fi
 	@echo "valgrind: $$(ls $(VG_LOGS) | wc -l) processes, no memory error or leak"

@@ -159,6 +159,7 @@ UBG_INLINE void load_ss_rows(const void *src, ubg_i64 base, ubg_i64 plane, int n
     }
   }
 #else
+  (void)least; /* UBG_V16's alone */
   if ((c0 & 31) == 0) {
     const ubg_i64 whole = n & ~(ubg_i64)31;
     ubg_f32x16 a[ROWS];

@@ -18,9 +18,13 @@ from ubgen.liger import (LigerLlama4RopeFunction, liger_llama4_text_rotary_pos_e
 import _ref
 from _ref import DTYPE_IDS, DTYPES
 
-# (B, T, Hq, Hk, D): Liger's test_correctness and test_functional_correctness shapes
+# (B, T, Hq, Hk, D): Liger's test_correctness and test_functional_correctness shapes; its two
+# largest (33 and 27 million elements in complex128 autograd: a quarter of make test's Python
+# time) under -m large
+LARGE = pytest.mark.large
 SHAPES = [(1, 128, 32, 32, 64), (2, 128, 32, 32, 64), (1, 128, 32, 8, 64), (2, 128, 32, 8, 64),
-          (3, 423, 73, 213, 92), (3, 423, 73, 155, 92), (1, 2, 2, 2, 8), (1, 2, 1, 2, 8), (9, 7, 41, 41, 40)]
+          pytest.param((3, 423, 73, 213, 92), marks=LARGE), pytest.param((3, 423, 73, 155, 92), marks=LARGE),
+          (1, 2, 2, 2, 8), (1, 2, 1, 2, 8), (9, 7, 41, 41, 40)]
 
 
 def freqs_of(positions, D, theta=10000.0):
