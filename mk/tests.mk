@@ -113,7 +113,7 @@ test-asan: deps-test
 # the gcc JIT's -march) is built for x86-64-v3, the kernels at -O2 (the same
 # bits as -O3, without FMA contraction or fast math, in half the compile
 # time). The tests are built with -DTC_REDUCED=$(VG_SAMPLE) (a variant sweep
-# takes ug_sample_mark's share: every 32nd variant plus one of each kind; shapes of
+# takes ug_sample_mark's share: every 16th variant plus one of each kind; shapes of
 # more than 2^20 elements are left out), and only that share of the kernels
 # is built in (SAMPLE: building them all took a quarter of the stage; a
 # variant a test calls outside it goes through the JIT), TC_TIME_SCALE=40
@@ -134,7 +134,7 @@ test-asan: deps-test
 # make test-asan checks runtime/gemm_onednn.c (ASan cannot see into the
 # uninstrumented libdnnl).
 VG_BUILD := $(BUILD)/valgrind
-VG_SAMPLE := 32
+VG_SAMPLE := 16
 VG_LOGS  := $(VG_BUILD)/logs
 VG_SKIP  := $(BUILD)/tests/test_cli
 VG_OPTS  := --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect \
