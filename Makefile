@@ -40,6 +40,8 @@ CC      ?= gcc
 # make deps-test makes $(VENV) with mk/python-requirements.txt (mk/venv.sh).
 VENV    ?= $(CURDIR)/.venv
 PYTHON  ?= $(VENV)/bin/python
+# the environment's requirements file, when PYTHON is its interpreter
+VENV_REQ = $(if $(filter $(VENV)/bin/python,$(PYTHON)),$(VENV)/requirements.txt)
 # where `make install` puts the ubgen package: Debian's dist-packages layout
 PYVER    = $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 PYDIR   ?= $(if $(filter /usr,$(PREFIX)),$(PREFIX)/lib/python3/dist-packages,$(PREFIX)/lib/python$(PYVER)/dist-packages)
@@ -107,7 +109,11 @@ deps:
 	@sh mk/deps.sh build
 deps-test:
 	@sh mk/deps.sh test
-	@$(if $(filter $(VENV)/bin/python,$(PYTHON)),sh mk/venv.sh $(VENV))
+	@$(if $(VENV_REQ),sh mk/venv.sh $(VENV))
+# the environment as a file, for make test to make beside the kernels: pip
+# keeps one core busy for half a minute
+$(VENV)/requirements.txt: mk/python-requirements.txt
+	@sh mk/venv.sh $(VENV)
 
 $(BUILD)/obj/gen/%.o: gen/%.c $(HEADERS)
 	@mkdir -p $(@D)

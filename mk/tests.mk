@@ -62,12 +62,16 @@ TEST_ORDER := $(TEST_SLOW) $(filter-out $(TEST_SLOW),$(TEST_BINS)) $(BUILD)/test
 # OMP_WAIT_POLICY=passive: with two such processes on two cores, each
 # context's OpenMP threads would spin waiting for a core the other process
 # holds (test_inputs took 16 s instead of 1, the suite 175 s instead of 110).
-test: deps-test
-	$(MAKE) -j$(NPROC) all test-build
+# The Python suite runs beside the C binaries, except on a sanitized library
+# (ctypes cannot load it).
+SANITIZED  := $(findstring -fsanitize,$(CFLAGS))
+test:
+	@sh mk/deps.sh test
+	$(MAKE) -j$(NPROC) all test-build $(VENV_REQ)
 	@export OMP_WAIT_POLICY=passive UBGEN_TEST_PYTHON=$(PYTHON); \
-	  sh mk/run-tests.sh -j $(NPROC) $(filter-out $(TEST_ALONE),$(TEST_ORDER)) --alone $(TEST_ALONE)
-	@echo "all test binaries passed"
-	$(if $(findstring -fsanitize,$(CFLAGS)),@echo "the Python tests are not run on a sanitized library (ctypes cannot load it)",$(MAKE) test-python)
+	  sh mk/run-tests.sh -j $(NPROC) $(if $(SANITIZED),,-c '$(MAKE) --no-print-directory test-python') \
+	  $(filter-out $(TEST_ALONE),$(TEST_ORDER)) --alone $(TEST_ALONE)
+	@echo "all tests passed"$(if $(SANITIZED),"; the Python suite is not run on a sanitized library")
 
 # the Python package (tests/python) on the library just built
 .PHONY: test-python
@@ -183,7 +187,7 @@ bench-models: deps-bench python-check $(LIB_SO)
 
 deps-bench:
 	@sh mk/deps.sh bench
-	@$(if $(filter $(VENV)/bin/python,$(PYTHON)),sh mk/venv.sh $(VENV))
+	@$(if $(VENV_REQ),sh mk/venv.sh $(VENV))
 bench-build: $(BENCH_BINS)
 bench: deps-bench
 	$(MAKE) bench-build

@@ -1,9 +1,9 @@
 /* The JIT for the kernels after RMSNorm (the JIT_TESTS list at the end):
  * each variant compiled by tcc (every feasible one) and by gcc (every
- * 14th: gcc takes 0.3 s a variant, and its JIT renders and compiles the
- * source the build compiled,
- * so the sample checks that path, not gcc) gives the built-in variant's
- * bits, on every one of the spec's check cases the variant applies to.
+ * 28th, at least one of each pass and dtype: gcc takes 0.3 s a variant;
+ * its JIT renders and compiles the source the build compiled, so the
+ * sample checks that path, not gcc) gives the built-in variant's bits, on
+ * every one of the spec's check cases the variant applies to.
  * The calls go through ubg_launch with arguments built from the spec
  * alone, so the same test serves any kernel whose spec has check cases.
  *
@@ -157,7 +157,7 @@ enum { TCC_EVERY = 1, GCC_LEFT_OUT = 0 };
     for (int dt = 0; dt < 3; dt++) same_bits(#kernel, #pass, dt, UBG_BACKEND_TCC, TCC_EVERY);                \
   }                                                                                                          \
   Test(jit_gcc_##kernel, pass, .timeout = 300 * TC_TIME_SCALE, .disabled = GCC_LEFT_OUT) {                   \
-    for (int dt = 0; dt < 3; dt++) same_bits(#kernel, #pass, dt, UBG_BACKEND_GCC, 14);                       \
+    for (int dt = 0; dt < 3; dt++) same_bits(#kernel, #pass, dt, UBG_BACKEND_GCC, 28);                       \
   }
 
 JIT_TESTS(embedding, fwd)
