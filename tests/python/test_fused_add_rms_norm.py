@@ -110,6 +110,17 @@ def test_in_place_writes_dx_over_a_private_gradient():
     _ref.assert_close(h.grad, reference(x, r, w, dy, ds, 0.0, "llama", torch.float32)[2], atol, rtol, "dx")
 
 
+def test_two_leaves_get_equal_unshared_gradients():
+    """x and r both leaves: dr is a copy of dx (autograd gives them apart), 2 MiB and more in the pool's pages"""
+    x, r, w, dy, ds = inputs((256, 2048), torch.float32)
+    h, res = x.clone().requires_grad_(), r.clone().requires_grad_()
+    y, s = ut.fused_add_rms_norm(h, res, w)
+    torch.autograd.backward((y, s), (dy, ds))
+    assert torch.equal(h.grad, res.grad) and h.grad.data_ptr() != res.grad.data_ptr()
+    h.grad.mul_(2)  # an update of one leaf's gradient leaves the other's
+    assert torch.equal(res.grad * 2, h.grad)
+
+
 def test_empty_batch():
     x = torch.zeros(0, 16, requires_grad=True)
     w = torch.ones(16, requires_grad=True)

@@ -34,14 +34,16 @@ class FusedAddRMSNormFunction(torch.autograd.Function):
         _util.launch("fused_add_rms_norm", "fwd", Xc.dtype, x=Xc, residual=Rc, w=Wc, y=Y, s=S, rstd=rstd, rows=rows,
                      cols=H, eps=_util.f32(eps), offset=offset, casting=casting)
         ctx.save_for_backward(S, Wc, rstd)
-        ctx.meta = (offset, casting, bool(in_place), W.dtype)
+        # leaves both: autograd would clone a dX given to both (AccumulateGrad steals only an unshared gradient)
+        leaves = X.is_leaf and R.is_leaf and X.requires_grad and R.requires_grad
+        ctx.meta = (offset, casting, bool(in_place), W.dtype, leaves)
         ctx.set_materialize_grads(False)  # an unused S gives dS None, which the kernel skips (no zeros read)
         return Y, S
 
     @staticmethod
     def backward(ctx, dY, dS):
         S, Wc, rstd = ctx.saved_tensors
-        offset, casting, in_place, w_dtype = ctx.meta
+        offset, casting, in_place, w_dtype, leaves = ctx.meta
         rows, H = _util.rows_cols(S)
         if dY is None:  # only S was used
             dY = torch.zeros(S.shape, dtype=S.dtype)
@@ -56,7 +58,10 @@ class FusedAddRMSNormFunction(torch.autograd.Function):
                      rows=rows, cols=H, offset=offset, casting=casting)
         if dW.dtype != w_dtype:
             dW = dW.to(w_dtype)
-        return dX, dX, dW, None, None, None, None  # dR is dX, as Liger's
+        # dR is dX, as Liger's; for two leaves a copy in the pool's pages, where autograd's clone
+        # would take fresh ones (page faults above 32 MiB: most of a step's time)
+        dR = _util.empty(tuple(S.shape), S.dtype).copy_(dX) if leaves else dX
+        return dX, dR, dW, None, None, None, None
 
 
 def fused_add_rms_norm(X, R, W, eps=1e-6, offset=0.0, casting_mode="llama", in_place=False):
