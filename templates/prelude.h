@@ -215,6 +215,26 @@ UBG_INLINE ubg_f32x16 ubg_v_mul_pairs(ubg_f32x16 x, ubg_f32x16 fr, ubg_f32x16 fi
 }
 /* s in every lane (one broadcast; a loop of lane stores is not merged) */
 UBG_INLINE ubg_f32x16 ubg_v_splat(float s) { return (ubg_f32x16){s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s}; }
+/* a comparison of two ubg_f32x16 (a > b, a != a, ...): each lane all ones
+ * where it holds, zero where not */
+typedef int ubg_mask_x16 __attribute__((vector_size(64)));
+/* c ? a : b on each lane, c a comparison's result: the bits of the scalar
+ * select (one blend) */
+UBG_INLINE ubg_f32x16 ubg_v_select(ubg_mask_x16 c, ubg_f32x16 a, ubg_f32x16 b) {
+  return (ubg_f32x16)((c & (ubg_mask_x16)a) | (~c & (ubg_mask_x16)b));
+}
+/* the lanes of v above s as bits (bit l: lane l), for a loop that visits
+ * the few lanes that pass a test */
+UBG_INLINE unsigned ubg_v_gt_bits(ubg_f32x16 v, float s) {
+#if defined(__AVX512F__)
+  return _mm512_cmp_ps_mask((__m512)v, _mm512_set1_ps(s), _CMP_GT_OQ);
+#else
+  unsigned bits = 0;
+  int l;
+  for (l = 0; l < 16; l++) bits |= (unsigned)(v[l] > s) << l;
+  return bits;
+#endif
+}
 /* v streamed (non-temporal) to p when p starts a 64-byte line: 1, else 0
  * and nothing stored (the caller stores through the caches). A whole
  * line at once, so the write-combining buffer leaves full; an f32 output
