@@ -26,15 +26,16 @@ typedef double ubg_f64x8 __attribute__((vector_size(64)));
 /* acc[0] += lanes 0-7 of x, acc[1] += lanes 8-15, widened to double
  * (exact): 16 f32 lanes added to their double lanes at once */
 UBG_INLINE void add16_f64(ubg_f64x8 *acc, ubg_f32x16 x) {
-  typedef float f32x8 __attribute__((vector_size(32)));
-  const f32x8 lo = __builtin_shufflevector(x, x, 0, 1, 2, 3, 4, 5, 6, 7);
-  const f32x8 hi = __builtin_shufflevector(x, x, 8, 9, 10, 11, 12, 13, 14, 15);
 #ifdef UBG_V16 /* one vcvtps2pd of 8 lanes each: gcc converts 4 lanes at a time */
-  acc[0] += (ubg_f64x8)_mm512_cvtps_pd((__m256)lo);
-  acc[1] += (ubg_f64x8)_mm512_cvtps_pd((__m256)hi);
+  const __m512 v = (__m512)x;
+  acc[0] += (ubg_f64x8)_mm512_cvtps_pd(_mm512_castps512_ps256(v));
+  acc[1] += (ubg_f64x8)_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
 #else
-  acc[0] += __builtin_convertvector(lo, ubg_f64x8);
-  acc[1] += __builtin_convertvector(hi, ubg_f64x8);
+  int l;
+  for (l = 0; l < 8; l++) {
+    acc[0][l] += (double)x[l];
+    acc[1][l] += (double)x[l + 8];
+  }
 #endif
 }
 #endif
