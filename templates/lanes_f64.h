@@ -20,22 +20,16 @@ UBG_INLINE void pair_put(float *p, double v) {
 UBG_INLINE double pair_get(const float *p) { return (double)p[0] + (double)p[1]; }
 
 #ifndef __TINYC__
-/* 8 doubles as one gcc vector (one AVX-512 register) */
-typedef double ubg_f64x8 __attribute__((vector_size(64)));
-
-/* acc[0] += lanes 0-7 of x, acc[1] += lanes 8-15, widened to double
- * (exact): 16 f32 lanes added to their double lanes at once */
-UBG_INLINE void add16_f64(ubg_f64x8 *acc, ubg_f32x16 x) {
+/* s[l] += x[l] widened to double (exact), for the 16 lanes of x at once */
+UBG_INLINE void add16_f64(double *s, ubg_f32x16 x) {
 #ifdef UBG_V16 /* one vcvtps2pd of 8 lanes each: gcc converts 4 lanes at a time */
   const __m512 v = (__m512)x;
-  acc[0] += (ubg_f64x8)_mm512_cvtps_pd(_mm512_castps512_ps256(v));
-  acc[1] += (ubg_f64x8)_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  _mm512_storeu_pd(s, _mm512_add_pd(_mm512_loadu_pd(s), _mm512_cvtps_pd(_mm512_castps512_ps256(v))));
+  _mm512_storeu_pd(s + 8, _mm512_add_pd(_mm512_loadu_pd(s + 8),
+                                        _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)))));
 #else
   int l;
-  for (l = 0; l < 8; l++) {
-    acc[0][l] += (double)x[l];
-    acc[1][l] += (double)x[l + 8];
-  }
+  for (l = 0; l < 16; l++) s[l] += (double)x[l];
 #endif
 }
 #endif
