@@ -56,9 +56,14 @@ LIBFLAGS := $(BASE) -fvisibility=hidden -fopenmp -DUBGEN_SOURCE_DIR='"$(CURDIR)"
 # KOPT, their optimization (the valgrind build's kernels compile at -O2, twice as fast);
 # -Wno-psabi: the prelude's 64-byte vector functions are static, so the ABI gcc warns of
 # in builds without AVX-512 is never crossed
+# KGCC, gcc's alone: no second vectorization of each vectorized loop's remainder, 15% of
+# the kernels' compile time and no speed measured (build-notes.md; runtime/jit_gcc.c
+# passes it too). KCC_IS_GCC is exported for mk/kernels.mk.
 KOPT     ?= -O3
+export KCC_IS_GCC := $(shell $(CC) -dM -E -x c /dev/null 2>/dev/null | grep -q __clang__ || echo 1)
+KGCC     := $(if $(KCC_IS_GCC),--param vect-epilogues-nomask=0)
 KFLAGS   := -std=c11 $(KOPT) -march=$(MARCH) -ffp-contract=off -fno-math-errno -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-function \
-            -Wno-psabi
+            -Wno-psabi $(KGCC)
 LDLIBS   := -ljansson -ltcc -ldl -lm -lpthread
 ifeq ($(ONEDNN),onednn)
 LIBFLAGS += -DUBG_HAVE_ONEDNN

@@ -7,13 +7,8 @@ OBJS := $(SRCS:$(SRC)/%.c=$(OBJ)/%.o)
 # parsing it costs a kernel 0.12 s, so gcc gets a copy precompiled with the
 # kernels' flags, found before the real header (a stale or foreign one is
 # ignored by gcc, which then reads the header). clang reads the header.
-IS_GCC := $(shell $(CC) -dM -E -x c /dev/null 2>/dev/null | grep -q __clang__ || echo 1)
-ifeq ($(IS_GCC),1)
-# gcc vectorizes each vectorized loop's remainder again with narrower
-# vectors unless told not to; that second analysis was 15% of the kernels'
-# compile time and changed no kernel's speed measured (build-notes.md).
-# runtime/jit_gcc.c passes the same to the JIT's gcc.
-override KFLAGS += --param vect-epilogues-nomask=0
+# KCC_IS_GCC: the Makefile's test of CC
+ifeq ($(KCC_IS_GCC),1)
 PCH_DIR := $(OBJ)/pch-$(shell printf '%s' '$(CC) $(KFLAGS)' | cksum | cut -d' ' -f1)
 PCH     := $(PCH_DIR)/immintrin.h.gch
 PCH_INC := -I$(PCH_DIR)

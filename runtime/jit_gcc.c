@@ -40,8 +40,8 @@
 
 extern char **environ;
 
-/* the flags every kernel is compiled with (the Makefile's KFLAGS, and
- * mk/kernels.mk's for gcc; -w keeps clang quiet about the --param) */
+/* the flags every kernel is compiled with (the Makefile's KFLAGS, with its
+ * KGCC for gcc; -w keeps a clang JIT quiet about the --param) */
 static const char *const kflags[] = {"-std=c11", "-O3", "--param", "vect-epilogues-nomask=0", "-march=" UBGEN_JIT_MARCH,
                                      "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared", "-w", NULL};
 
