@@ -7,6 +7,7 @@
 
 #include "../gen/bind.h"
 #include "isolate.h"
+#include "../gen/ckd.h"
 
 static uint64_t next(uint64_t *s) {
   /* splitmix64: tiny, and good enough for test data */
@@ -55,7 +56,7 @@ static int tensor_count(const ug_arg *a, const int64_t *env, int64_t *count) {
   for (int d = 0; d < a->rank; d++) {
     int64_t dim;
     ug_expr_err err;
-    if (ug_expr_eval(a->shape[d], env, &dim, &err) < 0 || __builtin_mul_overflow(*count, dim, count) ||
+    if (ug_expr_eval(a->shape[d], env, &dim, &err) < 0 || ug_ckd_mul(count, *count, dim) ||
         *count > ((int64_t)1 << 31))
       return -1;
   }

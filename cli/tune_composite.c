@@ -20,6 +20,7 @@
 #include "shape_arg.h"
 #include "tune_composite.h"
 #include "tune_timing.h"
+#include "../gen/ckd.h"
 
 enum { MAX_CAND = 48, MAX_ROWS_CAND = 12, MAX_CHUNK = 4096 };
 static const double MAX_SCRATCH = 256.0 * 1024 * 1024; /* bytes of scratch a candidate may take */
@@ -140,7 +141,7 @@ static int make_call(run *r) {
     int64_t n = 1, d;
     ug_expr_err err;
     for (int j = 0; j < a->rank; j++)
-      if (ug_expr_eval(a->shape[j], r->env, &d, &err) < 0 || __builtin_mul_overflow(n, d, &n) || n > (int64_t)(PTRDIFF_MAX / 8))
+      if (ug_expr_eval(a->shape[j], r->env, &d, &err) < 0 || ug_ckd_mul(&n, n, d) || n > (int64_t)(PTRDIFF_MAX / 8))
         return -1;
     r->bytes[i] = n * (int64_t)es;
     r->mem_bytes[i] = (size_t)(n > 0 ? n : 1) * es;

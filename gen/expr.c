@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckd.h"
+
 typedef enum {
   OP_CONST, OP_SLOT, OP_NEG, OP_NOT,
   OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MOD,
@@ -377,13 +379,13 @@ static int64_t eval_node(evaluator *ev, int idx) {
     return -a;
   case OP_NOT: return !a;
   case OP_ADD:
-    if (__builtin_add_overflow(a, b, &r)) return efail(ev, n, "overflow in %lld + %lld", (long long)a, (long long)b);
+    if (ug_ckd_add(&r, a, b)) return efail(ev, n, "overflow in %lld + %lld", (long long)a, (long long)b);
     return r;
   case OP_SUB:
-    if (__builtin_sub_overflow(a, b, &r)) return efail(ev, n, "overflow in %lld - %lld", (long long)a, (long long)b);
+    if (ug_ckd_sub(&r, a, b)) return efail(ev, n, "overflow in %lld - %lld", (long long)a, (long long)b);
     return r;
   case OP_MUL:
-    if (__builtin_mul_overflow(a, b, &r)) return efail(ev, n, "overflow in %lld * %lld", (long long)a, (long long)b);
+    if (ug_ckd_mul(&r, a, b)) return efail(ev, n, "overflow in %lld * %lld", (long long)a, (long long)b);
     return r;
   case OP_DIV:
   case OP_MOD:
@@ -412,7 +414,7 @@ static int64_t eval_node(evaluator *ev, int idx) {
     int64_t q = a / b;
     if (a % b != 0 && a > 0) q++;
     if (n->op == OP_CDIV) return q;
-    if (__builtin_mul_overflow(q, b, &r)) return efail(ev, n, "overflow in align(%lld, %lld)", (long long)a, (long long)b);
+    if (ug_ckd_mul(&r, q, b)) return efail(ev, n, "overflow in align(%lld, %lld)", (long long)a, (long long)b);
     return r;
   }
   case OP_NEXT_POW2: {

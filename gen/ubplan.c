@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ckd.h"
+
 int ug_plan(const ug_pass *p, const ug_point *pt, ug_variant *v, ug_diag *d) {
   /* UB counts use only variant slots (the loader enforces it) */
   int64_t *e = calloc((size_t)p->nsyms + 1, sizeof *e);
@@ -28,7 +30,7 @@ int ug_plan(const ug_pass *p, const ug_point *pt, ug_variant *v, ug_diag *d) {
       break;
     }
     int64_t esize = (int64_t)ug_elem_bytes(b->elem, pt->dtype);
-    if (__builtin_mul_overflow(count, esize, &bytes) || bytes > ((int64_t)1 << 50)) {
+    if (ug_ckd_mul(&bytes, count, esize) || bytes > ((int64_t)1 << 50)) {
       rc = ug_fail(d, p->kernel->path, b->at, "UB buffer \"%s\" of %s is too large (%lld elements)", b->name, v->name,
                    (long long)count);
       break;

@@ -3,7 +3,8 @@
 # library's sources (syntax only) and one emitted kernel of each kernel,
 # pass, dtype and tiling (the prelude and every template with it), for this
 # CPU and for machines without AVX-512 (x86-64-v3) or AVX (x86-64), so that
-# a construct only gcc accepts fails here, not on a user's machine.
+# a construct only gcc accepts fails here, not on a user's machine; and
+# checks first that no source calls a compiler builtin.
 # -O0: the front end and the target checks are what differ; the
 # optimizer would multiply the time by four.
 #   sh mk/second-compiler.sh CC KERNEL_DIR MARCH
@@ -12,6 +13,12 @@ cc=$1 src=$2 march=$3
 libflags="-std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wshadow -Wno-unused-parameter -fopenmp -DUBG_HAVE_ONEDNN
   -DUBGEN_SOURCE_DIR=\"x\" -DUBGEN_JIT_MARCH=\"native\" -DUBGEN_VERSION=\"0\""
 kflags="-std=c11 -O0 -ffp-contract=off -fno-math-errno -fPIC -Wall -Wextra -Wno-unused-function -Wno-psabi -Iruntime"
+# no compiler builtins in what users compile: each has a documented
+# intrinsic of <immintrin.h>, a C library call or gen/ckd.h
+if grep -n '__builtin_' gen/*.[ch] runtime/*.[ch] runtime/include/*.h cli/*.[ch] templates/*; then
+  echo "$0: the __builtin_ calls above: use <immintrin.h>'s intrinsics, the C library or gen/ckd.h" >&2
+  exit 1
+fi
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 n=0
 for f in gen/*.c runtime/*.c cli/*.c; do

@@ -9,10 +9,11 @@
 
 #include "../templates/prelude.h"
 #include "ce_rows.h"
+#include "../gen/ckd.h"
 
 ubg_status rt_check_size(const ubg_ctx *ctx, const char *fn, const char *what, const char *dims, int64_t a, int64_t b,
                          int64_t esize, int64_t *bytes) {
-  if (__builtin_mul_overflow(a, b, bytes) || __builtin_mul_overflow(*bytes, esize, bytes) ||
+  if (ug_ckd_mul(bytes, a, b) || ug_ckd_mul(bytes, *bytes, esize) ||
       *bytes > (int64_t)(PTRDIFF_MAX / 4))
     return rt_fail(ctx, UBG_EINVAL,
                    "%s: %s of %s = %lld x %lld elements of %lld bytes does not fit in memory (the byte size overflows)",

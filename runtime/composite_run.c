@@ -17,6 +17,7 @@
 #include "../gen/strbuf.h"
 #include "../templates/prelude.h"
 #include "routine.h"
+#include "../gen/ckd.h"
 
 static _Thread_local size_t last_scratch;
 size_t rt_composite_last_scratch_bytes(void) { return last_scratch; }
@@ -275,7 +276,7 @@ static ubg_status allocate(run_call *rc, size_t *total, bool dry) {
     if (sc->when && (s = eval(rc, sc->when, "a scratch buffer's \"when\"", &on))) return s;
     if (!on) continue;
     if ((s = eval(rc, sc->count, "a scratch count", &count))) return s;
-    if (count < 0 || __builtin_mul_overflow(count, (int64_t)ug_elem_bytes(sc->elem, (int)rc->dtype), &b) ||
+    if (count < 0 || ug_ckd_mul(&b, count, (int64_t)ug_elem_bytes(sc->elem, (int)rc->dtype)) ||
         b > (int64_t)(PTRDIFF_MAX / 4))
       return rt_fail(rc->ctx, UBG_EINVAL, "%s: scratch %s of %s = %lld elements does not fit in memory", rc->what,
                      sc->name, ug_expr_source(sc->count), (long long)count);

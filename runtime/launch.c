@@ -19,6 +19,7 @@
 #include "../gen/tuned.h"
 #include "../templates/prelude.h"
 #include "internal.h"
+#include "../gen/ckd.h"
 
 enum { MAX_DERIVED = 32, MAX_SLOTS = UG_MAX_ARGS + MAX_DERIVED + UG_MAX_BUFFERS, MAX_WHAT = 160 };
 
@@ -222,7 +223,7 @@ static ubg_status size_tensors(const call *c, const ubg_slot *slots, const int64
     }
     bool overflow = false;
     for (int d = 0; d < a->rank && !empty && !overflow; d++)
-      overflow = __builtin_mul_overflow(n, dims[d], &n) || n > (int64_t)(PTRDIFF_MAX / 2);
+      overflow = ug_ckd_mul(&n, n, dims[d]) || n > (int64_t)(PTRDIFF_MAX / 2);
     if (overflow) {
       char names[256] = "", values[256] = "";
       for (int d = 0; d < a->rank; d++) {
@@ -459,7 +460,7 @@ ubg_status rt_launch_bound(ubg_ctx *ctx, const char *kernel, const char *pass, u
       return rt_fail(ctx, UBG_EINVAL, "%s: workspace %s (%s): %s", c.what, p->ws[i].name, ug_expr_source(p->ws[i].count),
                      err.msg);
     }
-    if (count < 0 || __builtin_mul_overflow(count, (int64_t)ug_elem_bytes(p->ws[i].elem, (int)dtype), &b) ||
+    if (count < 0 || ug_ckd_mul(&b, count, (int64_t)ug_elem_bytes(p->ws[i].elem, (int)dtype)) ||
         b > (int64_t)(PTRDIFF_MAX / 4) || ws_total > (int64_t)(PTRDIFF_MAX / 4)) {
       free(env);
       return rt_fail(ctx, UBG_EINVAL, "%s: workspace %s of %lld elements does not fit in memory", c.what, p->ws[i].name,

@@ -13,6 +13,7 @@
 
 #include "ce_rows.h"
 #include "routine.h"
+#include "../gen/ckd.h"
 
 /* the state from the call's whole-call arguments */
 static void fill(const rt_routine_call *c, rt_ce_rows *ce) {
@@ -54,7 +55,7 @@ static ubg_status ce_check(const rt_routine_call *c, bool call) {
                    "a chunk's rows [off, off + rows) lie in [0, bt) over vocab >= 1", c->what, (long long)vocab,
                    (long long)off, (long long)rows, (long long)bt);
   int64_t cells;
-  if (__builtin_mul_overflow(rows, vocab, &cells))
+  if (ug_ckd_mul(&cells, rows, vocab))
     return rt_fail(c->ctx, UBG_EINVAL, "%s: routine ce_rows: rows x vocab overflows", c->what);
   ubg_status s;
   if ((s = rt_routine_need(c, "ce_rows", "target", UG_ELEM_I64, bt, "bt", true)) ||

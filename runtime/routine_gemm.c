@@ -20,6 +20,7 @@
 #include "../templates/prelude.h"
 #include "gemm_onednn.h"
 #include "routine.h"
+#include "../gen/ckd.h"
 
 typedef struct {
   int64_t m, n, k;
@@ -52,8 +53,8 @@ static ubg_status gemm_check(const rt_routine_call *c, bool call) {
   (void)call;
   const gemm g = bound(c);
   int64_t mk, kn, mn;
-  if (g.m < 0 || g.n < 0 || g.k < 0 || __builtin_mul_overflow(g.m, g.k, &mk) || __builtin_mul_overflow(g.k, g.n, &kn) ||
-      __builtin_mul_overflow(g.m, g.n, &mn))
+  if (g.m < 0 || g.n < 0 || g.k < 0 || ug_ckd_mul(&mk, g.m, g.k) || ug_ckd_mul(&kn, g.k, g.n) ||
+      ug_ckd_mul(&mn, g.m, g.n))
     return rt_fail(c->ctx, UBG_EINVAL, "%s: routine gemm: m = %lld, n = %lld, k = %lld", c->what, (long long)g.m,
                    (long long)g.n, (long long)g.k);
   const bool product = mk > 0; /* m = 0 or k = 0 writes nothing */

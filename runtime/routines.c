@@ -8,6 +8,7 @@
 
 #include "../templates/prelude.h"
 #include "routine.h"
+#include "../gen/ckd.h"
 
 static const rt_routine *const routines[] = {&rt_routine_zero,    &rt_routine_store,  &rt_routine_convert,
                                              &rt_routine_ce_rows, &rt_routine_gemm_onednn,
@@ -74,7 +75,7 @@ ubg_status rt_routine_need(const rt_routine_call *c, const char *routine, const 
                    name, ug_elem_name(got), elem == RT_F32_OR_T ? "f32 or " : "",
                    ug_elem_name(ug_elem_of(elem == RT_F32_OR_T ? UG_ELEM_T : (ug_elem)elem, dt)));
   int64_t need;
-  if (__builtin_mul_overflow(count, (int64_t)ug_elem_bytes(got, dt), &need) || c->nbytes[i] < need)
+  if (ug_ckd_mul(&need, count, (int64_t)ug_elem_bytes(got, dt)) || c->nbytes[i] < need)
     return rt_fail(c->ctx, UBG_EINVAL, "%s: routine %s: %s holds %lld bytes from where it is bound; %s = %lld elements of %s need more",
                    c->what, routine, name, (long long)c->nbytes[i], dims, (long long)count, ug_elem_name(got));
   return UBG_OK;

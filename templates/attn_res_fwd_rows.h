@@ -194,7 +194,7 @@ UBG_INLINE void load_ss_rows(const void *src, ubg_i64 base, ubg_i64 plane, int n
       unsigned m = 0xffff;
       for (l = 0; l < 32; l++) m = lnz[i][l] < m ? lnz[i][l] : m;
       least[i] = m < least[i] ? m : least[i];
-      if (__builtin_expect(!ss_dot_exact(m, a0[i]), 0))
+      if (!ss_dot_exact(m, a0[i]))
         for (a[i] = a0[i], j = 0; j < whole; j += 32) a[i] = ss_chunk(a[i], ld_pair(src, base + i * plane + j));
     }
 #endif
@@ -217,8 +217,8 @@ UBG_INLINE void load_ss_rows(const void *src, ubg_i64 base, ubg_i64 plane, int n
 /* a chunk's products in score order (ya, yb: the columns 4m, 4m + 1 and
  * 4m + 2, 4m + 3) from those of its even and odd columns */
 UBG_INLINE void score_order(ubg_f32x16 even, ubg_f32x16 odd, ubg_f32x16 *ya, ubg_f32x16 *yb) {
-  *ya = __builtin_shufflevector(even, odd, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  *yb = __builtin_shufflevector(even, odd, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  *ya = ubg_v_permute2(even, odd, (ubg_index_x16){0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30});
+  *yb = ubg_v_permute2(even, odd, (ubg_index_x16){1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31});
 }
 #endif
 
@@ -265,7 +265,7 @@ UBG_INLINE void score_rows(float *UBG_RESTRICT lanes, const void *rows, ubg_i64 
         const ubg_pair_i32x16 w = ld_pair(rows, i * stride + j);
         ubg_f32x16 ya, yb;
 #ifdef UBG_V16
-        if (__builtin_expect(!exact[i], 1)) {
+        if (!exact[i]) {
           const ubg_f32x16 rv = ubg_v_splat(r[i]);
           const ubg_pair_i32x16 y = ubg_v_pack_bf16_pairs(pair_hi(w) * rv, pair_lo(w) * rv);
           ya = pair_lo(y), yb = pair_hi(y);
@@ -330,21 +330,29 @@ static void axpy_row(float *h, float a, const void *row, ubg_i64 n) {
  * column order by one word permute (pair_words) instead of two permutes
  * of the f32 sums; store32's exact path where the
  * conversion flushed a subnormal. */
+UBG_INLINE void store32_interleaved(void *dst, ubg_i64 i, ubg_f32x16 e, ubg_f32x16 o, int stream) {
+  store32(dst, i, ubg_v_permute2(e, o, (ubg_index_x16){0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23}),
+          ubg_v_permute2(e, o, (ubg_index_x16){8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31}), stream);
+}
+UBG_COLD void store32_interleaved_exact(void *dst, ubg_i64 i, ubg_f32x16 e, ubg_f32x16 o, int stream) {
+  store32_interleaved(dst, i, e, o, stream);
+}
 UBG_INLINE void store32_even_odd(void *dst, ubg_i64 i, ubg_f32x16 e, ubg_f32x16 o, int stream) {
 {{#is_bf16}}
 #ifdef UBG_V16
   {
     unsigned sub = 0;
     const ubg_i16x32 y = ubg_v_to_bf16x32(e, o, &sub);
-    if (__builtin_expect(sub == 0, 1)) {
-      ubg_v_st_x32(dst, i, (ubg_i16x32)pair_words((ubg_pair_i16x32)y), stream);
+    if (sub != 0) {
+      store32_interleaved_exact(dst, i, e, o, stream);
       return;
     }
+    ubg_v_st_x32(dst, i, (ubg_i16x32)pair_words((ubg_pair_i16x32)y), stream);
+    return;
   }
 #endif
 {{/is_bf16}}
-  store32(dst, i, __builtin_shufflevector(e, o, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23),
-          __builtin_shufflevector(e, o, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), stream);
+  store32_interleaved(dst, i, e, o, stream);
 }
 /* out[at, + 32 * nchunks) from the bf16 chunks at column d (nchunks 1 or
  * 2, a constant where inlined: h stays in registers); the sums run over

@@ -34,20 +34,21 @@ enum { PAIRED = 0 };
 #endif
 /* 32 16-bit columns in order, paired */
 UBG_INLINE ubg_pair_i32x16 pair_words(ubg_pair_i16x32 h) {
-  return (ubg_pair_i32x16)__builtin_shufflevector(h, h, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23, 8, 24,
-                                                  9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const ubg_index_x32 interleave = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+                                    8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  return (ubg_pair_i32x16)ubg_v_permute_words(h, interleave);
 }
 /* the 32 16-bit columns at p, paired */
 UBG_INLINE ubg_pair_i32x16 pair32(const void *p) {
   ubg_pair_i16x32 h;
-  __builtin_memcpy(&h, p, 64);
+  memcpy(&h, p, 64);
   return pair_words(h);
 }
 /* the 32 16-bit elements at element i of rows, as 16 words (a paired
  * chunk, or a chunk as it is) */
 UBG_INLINE ubg_pair_i32x16 ld_pair(const void *rows, ubg_i64 i) {
   ubg_pair_i32x16 w;
-  __builtin_memcpy(&w, (const ubg_u16 *)rows + i, 64);
+  memcpy(&w, (const ubg_u16 *)rows + i, 64);
   return w;
 }
 /* its first and second 16 columns as f32 (bf16 is the high half of f32) */
@@ -105,7 +106,7 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
         for (i = 0; i < nrows; i++) {
           const ubg_pair_i32x16 w = pair32(s8 + (base + i * plane + j) * ESIZE);
           const ubg_f32x16 x0 = pair_lo(w), x1 = pair_hi(w);
-          __builtin_memcpy(dst + (i * stride + j) * ESIZE, &w, 64);
+          memcpy(dst + (i * stride + j) * ESIZE, &w, 64);
           a[i] = ubg_v_fma(pa ? ubg_v_ld(pa + j) : x0, x0, a[i]);
           a[i] = ubg_v_fma(pa ? ubg_v_ld(pa + j + 16) : x1, x1, a[i]);
           if (pb) {
@@ -117,7 +118,7 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
       for (i = 0; i < nrows; i++) {
         const ubg_i64 at = base + i * plane + j;
         const ubg_f32x16 x = ld16(src, at);
-        if (STAGED) __builtin_memcpy(dst + (i * stride + j) * ESIZE, s8 + at * ESIZE, 16 * ESIZE);
+        if (STAGED) memcpy(dst + (i * stride + j) * ESIZE, s8 + at * ESIZE, 16 * ESIZE);
         a[i] = ubg_v_fma(pa ? ubg_v_ld(pa + j) : x, x, a[i]);
         if (pb) b[i] = ubg_v_fma(ubg_v_ld(pb + j), x, b[i]);
       }
@@ -130,7 +131,7 @@ UBG_INLINE void load_dot_rows(void *rows, ubg_i64 stride, const void *src, ubg_i
     for (l = 0; j + l < n; l++) {
       const ubg_i64 at = base + i * plane + j + l;
       const float x = LD(src, at);
-      if (STAGED) __builtin_memcpy(dst + (i * stride + j + l) * ESIZE, s8 + at * ESIZE, ESIZE);
+      if (STAGED) memcpy(dst + (i * stride + j + l) * ESIZE, s8 + at * ESIZE, ESIZE);
       la[i * UBG_LANES + l] = fmaf(pa ? pa[j + l] : x, x, la[i * UBG_LANES + l]);
       if (pb) lb[i * UBG_LANES + l] = fmaf(pb[j + l], x, lb[i * UBG_LANES + l]);
     }

@@ -25,8 +25,7 @@ enum { MR = 8, NR = 32 };
 #pragma GCC diagnostic ignored "-Wpsabi"
 /* v[0..15] := its transpose. Stage d swaps bit d of the row index with bit
  * d of the column index; the four stages together transpose. Each stage's
- * lanes, a's numbered 0-15 and b's 16-31 (constants, as
- * __builtin_shufflevector takes them): */
+ * lanes, a's numbered 0-15 and b's 16-31 (ubg_v_permute2's indices): */
 #define GEMM_LO8 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23
 #define GEMM_HI8 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31
 #define GEMM_LO4 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27
@@ -39,8 +38,8 @@ enum { MR = 8, NR = 32 };
   for (q = 0; q < 16; q++)                                                                           \
     if (!(q & d)) {                                                                                  \
       ubg_f32x16 a = v[q], b = v[q + d];                                                             \
-      v[q] = __builtin_shufflevector(a, b, lo);                                                      \
-      v[q + d] = __builtin_shufflevector(a, b, hi);                                                  \
+      v[q] = ubg_v_permute2(a, b, (ubg_index_x16){lo});                                              \
+      v[q + d] = ubg_v_permute2(a, b, (ubg_index_x16){hi});                                          \
     }
 UBG_INLINE void gemm_transpose16(ubg_f32x16 *v) {
   int q;
@@ -65,8 +64,8 @@ UBG_INLINE void gemm_transpose16(ubg_f32x16 *v) {
       for (q = 0; q < 16; q++) v[q] = ubg_v_ld(t[q]);                                                \
       gemm_transpose16(v);                                                                           \
       for (q = 0; q < 16; q++) {                                                                     \
-        __builtin_memcpy(&GEMM_AT(dst, R, kc, r, k + q), &v[q], 32);                                 \
-        __builtin_memcpy(&GEMM_AT(dst, R, kc, r + 8, k + q), (const float *)&v[q] + 8, 32);          \
+        memcpy(&GEMM_AT(dst, R, kc, r, k + q), &v[q], 32);                                 \
+        memcpy(&GEMM_AT(dst, R, kc, r + 8, k + q), (const float *)&v[q] + 8, 32);          \
       }                                                                                              \
     }                                                                                                \
     for (; k < kc; k++)                                                                              \

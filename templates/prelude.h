@@ -56,13 +56,26 @@ typedef union ubg_slot {
 
 #if defined(__GNUC__) && !defined(__TINYC__)
 #define UBG_INLINE static inline __attribute__((always_inline))
+/* a rare path (an f32 subnormal in a vector store): out of line, and its
+ * call tells gcc the branch to it is unlikely */
+#define UBG_COLD static __attribute__((cold, noinline))
 #define UBG_RESTRICT __restrict__
-#define UBG_PREFETCH(p) __builtin_prefetch((p), 0, 3)
-#define UBG_PREFETCH_W(p) __builtin_prefetch((p), 1, 3)
-#define UBG_PREFETCH_L2(p) __builtin_prefetch((p), 0, 1)
+/* gcc and clang inline these by name; declared here, as the libm functions are */
+void *memcpy(void *, const void *, unsigned long);
+void *memset(void *, int, unsigned long);
 #else
 #define UBG_INLINE static inline
+#define UBG_COLD static
 #define UBG_RESTRICT
+#endif
+/* a request for the line at p: to read, into every cache level (T0); to
+ * write (ET0, prefetchw where the CPU has it); to read, into the L2 and
+ * below only (T2) */
+#if defined(UBG_X86)
+#define UBG_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
+#define UBG_PREFETCH_W(p) _mm_prefetch((const char *)(p), _MM_HINT_ET0)
+#define UBG_PREFETCH_L2(p) _mm_prefetch((const char *)(p), _MM_HINT_T2)
+#else
 #define UBG_PREFETCH(p) ((void)(p))
 #define UBG_PREFETCH_W(p) ((void)(p))
 #define UBG_PREFETCH_L2(p) ((void)(p))
@@ -184,10 +197,10 @@ typedef short ubg_pair_i16x32 __attribute__((vector_size(64)));
 typedef unsigned short ubg_u16x32 __attribute__((vector_size(64)));
 UBG_INLINE ubg_f32x16 ubg_v_ld(const float *p) {
   ubg_f32x16 v;
-  __builtin_memcpy(&v, p, 64);
+  memcpy(&v, p, 64);
   return v;
 }
-UBG_INLINE void ubg_v_st(float *p, ubg_f32x16 v) { __builtin_memcpy(p, &v, 64); }
+UBG_INLINE void ubg_v_st(float *p, ubg_f32x16 v) { memcpy(p, &v, 64); }
 /* fma(a, b, c) on each lane, rounded once: the bits of fmaf, which is what
  * tcc's kernels call */
 UBG_INLINE ubg_f32x16 ubg_v_fma(ubg_f32x16 a, ubg_f32x16 b, ubg_f32x16 c) {
@@ -195,7 +208,7 @@ UBG_INLINE ubg_f32x16 ubg_v_fma(ubg_f32x16 a, ubg_f32x16 b, ubg_f32x16 c) {
   return (ubg_f32x16)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
 #else
   int l;
-  for (l = 0; l < 16; l++) c[l] = __builtin_fmaf(a[l], b[l], c[l]);
+  for (l = 0; l < 16; l++) c[l] = fmaf(a[l], b[l], c[l]);
   return c;
 #endif
 }
@@ -222,6 +235,32 @@ typedef int ubg_mask_x16 __attribute__((vector_size(64)));
  * select (one blend) */
 UBG_INLINE ubg_f32x16 ubg_v_select(ubg_mask_x16 c, ubg_f32x16 a, ubg_f32x16 b) {
   return (ubg_f32x16)((c & (ubg_mask_x16)a) | (~c & (ubg_mask_x16)b));
+}
+/* lanes chosen by constant indices: lane l of the result is lane idx[l] of
+ * a (0-15) or of b (16-31), one vpermt2ps where the target has AVX-512 */
+typedef int ubg_index_x16 __attribute__((vector_size(64)));
+UBG_INLINE ubg_f32x16 ubg_v_permute2(ubg_f32x16 a, ubg_f32x16 b, ubg_index_x16 idx) {
+#if defined(__AVX512F__)
+  return (ubg_f32x16)_mm512_permutex2var_ps((__m512)a, (__m512i)idx, (__m512)b);
+#else
+  ubg_f32x16 r;
+  int l;
+  for (l = 0; l < 16; l++) r[l] = idx[l] < 16 ? a[idx[l] & 15] : b[idx[l] & 15];
+  return r;
+#endif
+}
+/* the same for 32 16-bit lanes of one vector: lane l is lane idx[l] of h
+ * (vpermw where the target has AVX512BW) */
+typedef short ubg_index_x32 __attribute__((vector_size(64)));
+UBG_INLINE ubg_pair_i16x32 ubg_v_permute_words(ubg_pair_i16x32 h, ubg_index_x32 idx) {
+#if defined(__AVX512BW__)
+  return (ubg_pair_i16x32)_mm512_permutexvar_epi16((__m512i)idx, (__m512i)h);
+#else
+  ubg_pair_i16x32 r;
+  int l;
+  for (l = 0; l < 32; l++) r[l] = h[idx[l] & 31];
+  return r;
+#endif
 }
 /* the lanes of v above s as bits (bit l: lane l), for a loop that visits
  * the few lanes that pass a test */
@@ -260,14 +299,15 @@ typedef int ubg_i32x16 __attribute__((vector_size(64)));
 typedef short ubg_i16x16 __attribute__((vector_size(32)));
 
 /* bf16 to f32 is a zero extension and a shift; vpmovzxwd, because
- * __builtin_convertvector splits the extension into four instructions */
+ * gcc's generic vector conversion splits the extension into four
+ * instructions */
 UBG_INLINE ubg_f32x16 ubg_v_widen_bf16(ubg_i16x16 h) {
   return (ubg_f32x16)((ubg_i32x16)_mm512_cvtepu16_epi32((__m256i)h) << 16);
 }
 /* 16 bf16 at element i of p, as f32 (exact) */
 UBG_INLINE ubg_f32x16 ubg_v_ld_bf16(const void *p, ubg_i64 i) {
   ubg_i16x16 h;
-  __builtin_memcpy(&h, (const ubg_u16 *)p + i, 32);
+  memcpy(&h, (const ubg_u16 *)p + i, 32);
   return ubg_v_widen_bf16(h);
 }
 /* the lanes of v that hold an f32 subnormal: exponent bits 0, mantissa
@@ -296,7 +336,7 @@ UBG_INLINE ubg_f32x16 ubg_v_rnd_bf16_product(ubg_f32x16 v) {
   return (ubg_f32x16)((u + 0x7fff + ((u >> 16) & 1)) & (int)0xffff0000u);
 }
 /* 16 bf16 (or f16) to element i of p */
-UBG_INLINE void ubg_v_st_bf16(void *p, ubg_i64 i, ubg_i16x16 h) { __builtin_memcpy((ubg_u16 *)p + i, &h, 32); }
+UBG_INLINE void ubg_v_st_bf16(void *p, ubg_i64 i, ubg_i16x16 h) { memcpy((ubg_u16 *)p + i, &h, 32); }
 #define ubg_v_st_f16 ubg_v_st_bf16
 
 /* f16 the same way, with the AVX512F conversions, which give the scalar
@@ -310,7 +350,7 @@ UBG_INLINE ubg_f32x16 ubg_v_widen_f16(ubg_i16x16 h) {
 }
 UBG_INLINE ubg_f32x16 ubg_v_ld_f16(const void *p, ubg_i64 i) {
   ubg_i16x16 h;
-  __builtin_memcpy(&h, (const ubg_u16 *)p + i, 32);
+  memcpy(&h, (const ubg_u16 *)p + i, 32);
   return ubg_v_widen_f16(h);
 }
 UBG_INLINE ubg_i16x16 ubg_v_to_f16(ubg_f32x16 v, unsigned *sub) {
@@ -331,7 +371,7 @@ UBG_INLINE void ubg_v_stream_bf16(void *p, ubg_i64 i, ubg_i16x16 h) {
     _mm_stream_si128((__m128i *)q, _mm256_castsi256_si128((__m256i)h));
     _mm_stream_si128((__m128i *)(q + 8), _mm256_extracti128_si256((__m256i)h, 1));
   } else {
-    __builtin_memcpy(q, &h, 32);
+    memcpy(q, &h, 32);
   }
 }
 #define ubg_v_stream_f16 ubg_v_stream_bf16
@@ -346,7 +386,7 @@ UBG_INLINE void ubg_v_stream_bf16(void *p, ubg_i64 i, ubg_i16x16 h) {
 typedef short ubg_i16x32 __attribute__((vector_size(64)));
 UBG_INLINE ubg_i16x32 ubg_v_to_bf16x32(ubg_f32x16 lo, ubg_f32x16 hi, unsigned *sub) {
   const ubg_i16x32 h = (ubg_i16x32)_mm512_cvtne2ps_pbh((__m512)hi, (__m512)lo);
-  if (__builtin_expect(_mm512_testn_epi16_mask((__m512i)h, _mm512_set1_epi16(0x7fff)) != 0, 0))
+  if (_mm512_testn_epi16_mask((__m512i)h, _mm512_set1_epi16(0x7fff)) != 0)
     *sub |= ubg_v_subnormal_lanes(lo) | ubg_v_subnormal_lanes(hi);
   return h;
 }
@@ -359,7 +399,7 @@ UBG_INLINE void ubg_v_st_x32(void *p, ubg_i64 i, ubg_i16x32 h, int stream) {
     ubg_v_stream_bf16(p, i, half[0]);
     ubg_v_stream_bf16(p, i + 16, half[1]);
   } else {
-    __builtin_memcpy(q, &h, 64);
+    memcpy(q, &h, 64);
   }
 }
 /* dst[i0, i0 + n) = bf16(src[0, n)) (f16 for the f16 name) 16 lanes at a
@@ -372,7 +412,7 @@ UBG_INLINE ubg_i64 ubg_v_store_half_row(void *dst, ubg_i64 i0, const float *src,
     unsigned sub = 0;
     const ubg_f32x16 v = ubg_v_ld(src + k);
     const ubg_i16x16 h = bf16 ? ubg_v_to_bf16(v, &sub) : ubg_v_to_f16(v, &sub);
-    if (__builtin_expect(sub != 0, 0)) break;
+    if (sub != 0) break;
     if (stream) ubg_v_stream_bf16(dst, i0 + k, h);
     else ubg_v_st_bf16(dst, i0 + k, h);
   }
@@ -409,13 +449,13 @@ UBG_INLINE ubg_u16x32 ubg_v_min_u16x32(ubg_u16x32 a, ubg_u16x32 b) {
 UBG_INLINE void ubg_stream_line(ubg_u8 *d, const ubg_u8 *s) {
 #ifdef __AVX512F__
   __m512i v = _mm512_setzero_si512();
-  if (s) __builtin_memcpy(&v, s, 64);
+  if (s) memcpy(&v, s, 64);
   _mm512_stream_si512((__m512i *)d, v);
 #else
   int q;
   for (q = 0; q < 4; q++) {
     __m128i v = _mm_setzero_si128();
-    if (s) __builtin_memcpy(&v, s + 16 * q, 16);
+    if (s) memcpy(&v, s + 16 * q, 16);
     _mm_stream_si128((__m128i *)(d + 16 * q), v);
   }
 #endif
@@ -425,12 +465,12 @@ UBG_INLINE void ubg_stream_line(ubg_u8 *d, const ubg_u8 *s) {
 UBG_INLINE void ubg_move(ubg_u8 *d, const ubg_u8 *s, ubg_i64 n, int stream) {
   ubg_i64 head = (ubg_i64)((64 - ((unsigned long)d & 63)) & 63), k;
   if (!stream || n < 256) head = n;
-  if (s) __builtin_memcpy(d, s, (unsigned long)head);
-  else __builtin_memset(d, 0, (unsigned long)head);
+  if (s) memcpy(d, s, (unsigned long)head);
+  else memset(d, 0, (unsigned long)head);
   for (k = head; k + 64 <= n; k += 64) ubg_stream_line(d + k, s ? s + k : 0);
   if (k < n) {
-    if (s) __builtin_memcpy(d + k, s + k, (unsigned long)(n - k));
-    else __builtin_memset(d + k, 0, (unsigned long)(n - k));
+    if (s) memcpy(d + k, s + k, (unsigned long)(n - k));
+    else memset(d + k, 0, (unsigned long)(n - k));
   }
 }
 #endif

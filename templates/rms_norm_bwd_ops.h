@@ -29,7 +29,7 @@ UBG_INLINE void pass1(float *UBG_RESTRICT x_t, float *UBG_RESTRICT m_t, const vo
       if (m_mode != M_DY) m = g * ubg_v_ld(wt + j);
       if (m_mode == M_MUL_RND) m = ubg_v_rnd_{{dtype}}(m, &sub);
       if (dw_acc && round_xn) xn = ubg_v_rnd_{{dtype}}(xn, &sub);
-      if (__builtin_expect(sub != 0, 0)) break;
+      if (sub != 0) break;
       if (x_t) ubg_v_st(x_t + j, xv);
       if (m_t) ubg_v_st(m_t + j, m);
       if (dw_acc) ubg_v_st(dw_acc + j, ubg_v_ld(dw_acc + j) + g * xn);
@@ -80,7 +80,7 @@ UBG_INLINE void pass2(void *dx, int stream, const void *x_g, ubg_i64 base, const
     if (!m_t && m_mode == M_MUL_RND) m = ubg_v_rnd_{{dtype}}(m, &sub);
     ubg_f32x16 xv = x_t ? ubg_v_ld(x_t + d) : ubg_v_ld_{{dtype}}(x_g, base + d);
     ubg_i16x16 h = ubg_v_to_{{dtype}}(r * m + corr * xv, &sub);
-    if (__builtin_expect(sub != 0, 0)) break;
+    if (sub != 0) break;
     if (stream) ubg_v_stream_{{dtype}}(dx, base + d, h);
     else ubg_v_st_{{dtype}}(dx, base + d, h);
   }

@@ -19,7 +19,7 @@ UBG_INLINE void norm_store(void *y, ubg_i64 base, const float *UBG_RESTRICT xr, 
       v = v * ubg_v_ld(wt + d);
     }
     ubg_i16x16 h = ubg_v_to_{{dtype}}(v, &sub);
-    if (__builtin_expect(sub != 0, 0)) break;
+    if (sub != 0) break;
     if (stream) ubg_v_stream_{{dtype}}(y, base + d, h);
     else ubg_v_st_{{dtype}}(y, base + d, h);
   }

@@ -127,6 +127,11 @@ UBG_INLINE void load_f32_pf(float *UBG_RESTRICT dst, const void *src, ubg_i64 ba
 }
 
 #ifndef __TINYC__
+/* dst[i, i + 16) = rnd(x) by the scalar code, element by element */
+UBG_COLD void store16_exact(void *dst, ubg_i64 i, ubg_f32x16 x) {
+  int l;
+  for (l = 0; l < 16; l++) ST(dst, i + l, x[l]);
+}
 /* dst[i, i + 16) = rnd(x): one chunk of a row computed in registers */
 UBG_INLINE void store16(void *dst, ubg_i64 i, ubg_f32x16 x, int stream) {
   int l;
@@ -135,11 +140,13 @@ UBG_INLINE void store16(void *dst, ubg_i64 i, ubg_f32x16 x, int stream) {
   {
     unsigned sub = 0;
     const ubg_i16x16 h = ubg_v_to_{{dtype}}(x, &sub);
-    if (__builtin_expect(sub == 0, 1)) {
-      if (stream) ubg_v_stream_{{dtype}}(dst, i, h);
-      else ubg_v_st_{{dtype}}(dst, i, h);
+    if (sub != 0) {
+      store16_exact(dst, i, x);
       return;
     }
+    if (stream) ubg_v_stream_{{dtype}}(dst, i, h);
+    else ubg_v_st_{{dtype}}(dst, i, h);
+    return;
   }
 #endif
 {{/is_f32}}
@@ -160,10 +167,13 @@ UBG_INLINE void store32(void *dst, ubg_i64 i, ubg_f32x16 x0, ubg_f32x16 x1, int 
   {
     unsigned sub = 0;
     const ubg_i16x32 h = ubg_v_to_bf16x32(x0, x1, &sub);
-    if (__builtin_expect(sub == 0, 1)) {
-      ubg_v_st_x32(dst, i, h, stream);
+    if (sub != 0) {
+      store16_exact(dst, i, x0);
+      store16_exact(dst, i + 16, x1);
       return;
     }
+    ubg_v_st_x32(dst, i, h, stream);
+    return;
   }
 #endif
 {{/is_bf16}}

@@ -69,7 +69,7 @@ void ubg_vop_rnd(float *dst, const float *src, ubg_i64 n, int dtype) {
     for (; k + 16 <= n; k += 16) {
       unsigned sub = 0;
       ubg_f32x16 v = ubg_v_rnd_bf16(ubg_v_ld(src + k), &sub);
-      if (__builtin_expect(sub != 0, 0)) break;
+      if (sub != 0) break;
       ubg_v_st(dst + k, v);
     }
 #endif

@@ -4,6 +4,7 @@
  * variants, last-variant and error messages per thread; configuration from
  * ubg_config and the environment; the generic ubg_launch; guard mode. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -100,8 +101,8 @@ Test(bad_args, enums_and_floats) {
   refused(fwd((ubg_dtype)3, ROWS, COLS, b.x, b.w, 1e-6f, UBG_CAST_LLAMA, b.y, b.rstd), UBG_EINVAL, "dtype 3");
   refused(fwd((ubg_dtype)-1, ROWS, COLS, b.x, b.w, 1e-6f, UBG_CAST_LLAMA, b.y, b.rstd), UBG_EINVAL, "dtype -1");
   refused(fwd(UBG_F32, ROWS, COLS, b.x, b.w, 1e-6f, (ubg_casting)3, b.y, b.rstd), UBG_EINVAL, "casting 3");
-  refused(fwd(UBG_F32, ROWS, COLS, b.x, b.w, __builtin_nanf(""), UBG_CAST_LLAMA, b.y, b.rstd), UBG_EINVAL, "eps = nan");
-  refused(fwd(UBG_F32, ROWS, COLS, b.x, b.w, __builtin_inff(), UBG_CAST_LLAMA, b.y, b.rstd), UBG_EINVAL, "eps = inf");
+  refused(fwd(UBG_F32, ROWS, COLS, b.x, b.w, NAN, UBG_CAST_LLAMA, b.y, b.rstd), UBG_EINVAL, "eps = nan");
+  refused(fwd(UBG_F32, ROWS, COLS, b.x, b.w, INFINITY, UBG_CAST_LLAMA, b.y, b.rstd), UBG_EINVAL, "eps = inf");
 }
 
 Test(bad_args, w_and_dw_go_together) {

@@ -481,11 +481,20 @@ Test(expr, eval_overflow) {
   eval_fails_env("abs(b)", env, 0, "overflow");
   eval_fails("9223372036854775807 + 1", 20, "overflow");
   eval_fails("3037000500 * 3037000500", 11, "overflow");
+  eval_fails_env("b * c", env, 2, "overflow");   /* INT64_MIN * 2 */
+  eval_fails_env("ab * b", env, 3, "overflow");  /* -1 * INT64_MIN */
+  eval_fails_env("c * -a", env, 2, "overflow");  /* 2 * -INT64_MAX */
+  eval_fails("-3037000500 * 3037000500", 12, "overflow");
+  eval_fails_env("ab - a - 1", env, 7, "overflow"); /* INT64_MIN - 1 */
   /* just inside the range is fine */
   cr_assert_eq(ev_env("a - 1 + 1", env), INT64_MAX);
   cr_assert_eq(ev_env("b + 1 - 1", env), INT64_MIN);
   cr_assert_eq(ev_env("-a", env), -INT64_MAX);
   cr_assert_eq(ev("3037000499 * 3037000499"), 9223372030926249001LL);
+  cr_assert_eq(ev_env("a * ab", env), -INT64_MAX);
+  cr_assert_eq(ev("-4611686018427387904 * 2"), INT64_MIN);
+  cr_assert_eq(ev("2 * -4611686018427387904"), INT64_MIN);
+  cr_assert_eq(ev_env("ab - a", env), INT64_MIN);
 }
 
 Test(expr, eval_function_domain_errors) {
