@@ -15,82 +15,16 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 
-#include "test_util.h"
+#include "row_prob_sweep.h"
 
-typedef struct {
-  int64_t rows, cols;
-} sm_case;
-
-static const sm_case cases[] = {{1, 1}, {7, 3}, {5, 123}, {40, 1024}, {2, 4097}, {2, 70000}, {64, 4096}};
-static const double tol_atol[2][3] = {{2e-6, 1e-3, 1e-3}, {1e-6, 1e-3, 1e-3}}, tol_rtol[3] = {1e-5, 1e-2, 2e-2};
-
-/* one dtype and shape: the inputs (x, dy, and y0, the forward's y that the
- * backward takes: rows x cols), the outputs (y, dx: rows x cols) and their
- * references (y_ref, dx_ref) */
-typedef struct {
-  int dt;
-  int64_t R, D;
-  void *x, *dy, *y, *y0, *dx;
-  double *y_ref, *dx_ref;
-  char shape[48];
-} sm_state;
-
-static ubg_status run_fwd(ubg_ctx *ctx, void *state) {
-  sm_state *t = state;
-  return ubg_sparsemax_fwd(ctx, t->dt, t->R, t->D, t->x, t->y);
-}
-/* dx from the forward's y (y0) */
-static ubg_status run_bwd(ubg_ctx *ctx, void *state) {
-  sm_state *t = state;
-  return ubg_sparsemax_bwd(ctx, t->dt, t->R, t->D, t->dy, t->y0, t->dx);
-}
-static void check_fwd(void *state, const char *variant) {
-  sm_state *t = state;
-  tc_assert_close(t->y, t->dt, t->y_ref, t->R * t->D, tol_atol[0][t->dt], tol_rtol[t->dt], "%s %s: y", variant,
-                  t->shape);
-}
-static void check_bwd(void *state, const char *variant) {
-  sm_state *t = state;
-  tc_assert_close(t->dx, t->dt, t->dx_ref, t->R * t->D, tol_atol[1][t->dt], tol_rtol[t->dt], "%s %s: dx", variant,
-                  t->shape);
-}
-
-static void sweep(int dt, const sm_case *c) {
-  const int64_t R = c->rows, D = c->cols, n = R * D;
-  if (tc_sweep_leaves_out(n)) return;
-  const size_t bytes = (size_t)n * ref_dtype_bytes(dt);
-  sm_state t = {.dt = dt, .R = R, .D = D,
-                .x = tc_tensor(dt, n, 0, 1, (uint64_t)(n + 1)), .dy = tc_tensor(dt, n, 0, 1, 2)};
-  t.y = malloc(bytes), t.y0 = malloc(bytes), t.dx = malloc(bytes);
-  t.y_ref = malloc((size_t)n * sizeof(double)), t.dx_ref = malloc((size_t)n * sizeof(double));
-  snprintf(t.shape, sizeof t.shape, "%lldx%lld %s", (long long)R, (long long)D, ug_dtype_name(dt));
-  ref_slot fa[4] = {{.p = t.x}, {0}, {.i = R}, {.i = D}};
-  double *fo[4] = {NULL, t.y_ref};
-  ref_find("sparsemax", "fwd")->fn(fa, dt, fo);
-  tc_sweep_variants("sparsemax", "fwd", dt, D, run_fwd, check_fwd, &t, &(tc_out){t.y, bytes}, 1, t.shape);
-  /* the backward takes the forward's y, and its reference that y */
-  memcpy(t.y0, t.y, bytes);
-  ref_slot ba[5] = {{.p = t.dy}, {.p = t.y0}, {0}, {.i = R}, {.i = D}};
-  double *bo[5] = {NULL, NULL, t.dx_ref};
-  ref_find("sparsemax", "bwd")->fn(ba, dt, bo);
-  tc_sweep_variants("sparsemax", "bwd", dt, D, run_bwd, check_bwd, &t, &(tc_out){t.dx, bytes}, 1, t.shape);
-  void *dx0 = malloc(bytes);
-  memcpy(dx0, t.dx, bytes);
-  /* outputs over their inputs: the same bits */
-  ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 2);
-  memcpy(t.y, t.x, bytes);
-  cr_assert_eq(ubg_sparsemax_fwd(ctx, dt, R, D, t.y, t.y), UBG_OK, "%s", ubg_ctx_error(ctx));
-  cr_assert(!memcmp(t.y, t.y0, bytes), "y over x differs");
-  memcpy(t.dx, t.dy, bytes);
-  cr_assert_eq(ubg_sparsemax_bwd(ctx, dt, R, D, t.dx, t.y0, t.dx), UBG_OK, "%s", ubg_ctx_error(ctx));
-  cr_assert(!memcmp(t.dx, dx0, bytes), "dx over dy differs");
-  ubg_ctx_destroy(ctx);
-  free(t.x), free(t.dy), free(t.y), free(t.y0), free(t.dx), free(dx0), free(t.y_ref), free(t.dx_ref);
-}
+static const row_case cases[] = {{1, 1}, {7, 3}, {5, 123}, {40, 1024}, {2, 4097}, {2, 70000}, {64, 4096}};
+static const row_prob_op sparsemax = {
+    .kernel = "sparsemax", .fwd = ubg_sparsemax_fwd, .bwd = ubg_sparsemax_bwd, .x_spread = 1,
+    .atol_fwd = {2e-6, 1e-3, 1e-3}, .atol_bwd = {1e-6, 1e-3, 1e-3}, .rtol = {1e-5, 1e-2, 2e-2}};
 
 Test(sparsemax, every_variant_against_the_reference, .timeout = 300 * TC_TIME_SCALE) {
   for (int dt = 0; dt < 3; dt++)
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) sweep(dt, &cases[c]);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) row_prob_sweep(&sparsemax, dt, &cases[c]);
 }
 
 /* rows far from randn's: all equal (the support is the whole row, 1/D
@@ -112,7 +46,7 @@ Test(sparsemax, hard_rows_against_the_reference) {
   ref_find("sparsemax", "fwd")->fn(fa, UBG_F32, fo);
   ubg_ctx *ctx = tc_ctx(UBG_BACKEND_AUTO, 1);
   cr_assert_eq(ubg_sparsemax_fwd(ctx, UBG_F32, R, D, x, y), UBG_OK, "%s", ubg_ctx_error(ctx));
-  tc_assert_close(y, UBG_F32, want, R * D, tol_atol[0][UBG_F32], tol_rtol[UBG_F32], "default f32: y");
+  tc_assert_close(y, UBG_F32, want, R * D, sparsemax.atol_fwd[UBG_F32], sparsemax.rtol[UBG_F32], "default f32: y");
   for (int r = 0; r < R; r++) {
     double s = 0;
     for (int d = 0; d < D; d++) s += y[r * D + d];
