@@ -64,8 +64,8 @@ UBG_INLINE void gemm_transpose16(ubg_f32x16 *v) {
       for (q = 0; q < 16; q++) v[q] = ubg_v_ld(t[q]);                                                \
       gemm_transpose16(v);                                                                           \
       for (q = 0; q < 16; q++) {                                                                     \
-        memcpy(&GEMM_AT(dst, R, kc, r, k + q), &v[q], 32);                                 \
-        memcpy(&GEMM_AT(dst, R, kc, r + 8, k + q), (const float *)&v[q] + 8, 32);          \
+        memcpy(&GEMM_AT(dst, R, kc, r, k + q), &v[q], 32);                                           \
+        memcpy(&GEMM_AT(dst, R, kc, r + 8, k + q), (const float *)&v[q] + 8, 32);                    \
       }                                                                                              \
     }                                                                                                \
     for (; k < kc; k++)                                                                              \

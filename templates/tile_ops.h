@@ -128,13 +128,14 @@ UBG_INLINE void load_f32_pf(float *UBG_RESTRICT dst, const void *src, ubg_i64 ba
 
 #ifndef __TINYC__
 /* dst[i, i + 16) = rnd(x) by the scalar code, element by element */
-UBG_COLD void store16_exact(void *dst, ubg_i64 i, ubg_f32x16 x) {
+UBG_INLINE void store16_scalar(void *dst, ubg_i64 i, ubg_f32x16 x) {
   int l;
   for (l = 0; l < 16; l++) ST(dst, i + l, x[l]);
 }
+/* the same out of line, for the vector paths' rare f32 subnormal */
+UBG_COLD void store16_exact(void *dst, ubg_i64 i, ubg_f32x16 x) { store16_scalar(dst, i, x); }
 /* dst[i, i + 16) = rnd(x): one chunk of a row computed in registers */
 UBG_INLINE void store16(void *dst, ubg_i64 i, ubg_f32x16 x, int stream) {
-  int l;
 {{^is_f32}}
 #ifdef UBG_V16
   {
@@ -154,7 +155,7 @@ UBG_INLINE void store16(void *dst, ubg_i64 i, ubg_f32x16 x, int stream) {
   if (stream && ubg_v_stream_f32((float *)dst + i, x)) return;
 {{/is_f32}}
   (void)stream;
-  for (l = 0; l < 16; l++) ST(dst, i + l, x[l]);
+  store16_scalar(dst, i, x);
 }
 #endif
 
